@@ -1,0 +1,74 @@
+# ALEX - top-level build.  `make` builds the engine library and tools;
+# `make check` installs what is missing (as root), builds and runs the tests.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN     = -Wall -Wextra -Werror
+CFLAGS  += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Icore
+PREFIX  ?= /usr/local
+DESTDIR ?=
+B       ?= build
+LZ4     ?= -llz4
+
+CORE_SRC = $(wildcard core/*.c)
+CORE_OBJ = $(CORE_SRC:core/%.c=$(B)/core/%.o)
+TEST_SRC = $(wildcard tests/core/*.c)
+MANS     = $(wildcard man/*.[1-9])
+
+.PHONY: all check check-asan fuzz demo bench-core deps install clean
+
+all: $(B)/libalex_core.a $(B)/alex-microbench
+
+$(B)/core/%.o: core/%.c core/*.h | $(B)/core
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/core $(B)/tests:
+	mkdir -p $@
+
+$(B)/libalex_core.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+
+$(B)/test-core: $(TEST_SRC) tests/core/*.h $(B)/libalex_core.a | $(B)/tests
+	$(CC) $(CFLAGS) -Itests/core $(TEST_SRC) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
+
+deps:
+	@tools/ensure-deps
+
+# The fuzzer runs for FUZZ_SECONDS inside check when clang is present.
+FUZZ_SECONDS ?= 60
+check: deps
+	$(MAKE) all $(B)/test-core
+	$(B)/test-core --jobs=2
+	@if command -v clang >/dev/null 2>&1; then \
+		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS); \
+	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
+
+check-asan: deps
+	$(MAKE) B=build-asan CC=clang \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		build-asan/test-core
+	ASAN_OPTIONS=detect_leaks=1 build-asan/test-core --jobs=2
+
+FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-std=gnu11 -D_GNU_SOURCE -Icore $(WARN)
+fuzz: $(B)/fuzz-recover
+$(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_recover.c $(CORE_SRC) -o $@ $(LZ4)
+
+demo: deps
+	$(MAKE) all
+	$(B)/alex-microbench
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(B)/libalex_core.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 core/alex.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(B)/alex-microbench $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MANS); do s=$${m##*.}; \
+		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
+		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,167 @@
+/*
+ * alex.h - the ALEX engine: a crash-safe log of checksummed extents beside one
+ * SQLite database, with an in-memory map of where each 4 KiB block lives.
+ *
+ * The engine knows nothing of LD_PRELOAD.  A caller (the preload layer, a test,
+ * a tool) opens one engine per database and then reads and writes bytes of the
+ * database's logical files: the database itself, its rollback journal and its
+ * WAL.  Writes collect in memory until a transaction boundary (alex_commit),
+ * which appends them to the log "<db>-alex" as one record.  Reads see the
+ * newest bytes: the open transaction, then the log, then the database file.
+ * A checkpoint copies live blocks back into the database file and restarts the
+ * log.  The byte format of the log is in format.h and man/alex-log.5.
+ *
+ * Return codes: 0 on success, a positive errno passed through from the system
+ * (EIO, ENOSPC, ...), or a negative ALEX_E* code.  alex_strerror() names both.
+ * The engine never writes errno.  An engine is not thread-safe: the caller
+ * serialises calls on one alex_db.
+ */
+#ifndef ALEX_H
+#define ALEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ALEX_VERSION_STRING "0.1.0"
+
+/* Negative error codes of the engine's own. */
+enum {
+	ALEX_ECORRUPT = -1001, /* a log header is damaged or not an ALEX log */
+	ALEX_EVERSION = -1002, /* the log was written by another format version */
+	ALEX_EBUSY = -1003,    /* a spilled transaction is open; commit it first */
+	ALEX_EFAILED = -1004,  /* an earlier I/O failure left the log unusable */
+	ALEX_EINVAL = -1005,   /* an argument or configuration value is invalid */
+	ALEX_ENOMEM = -1006,   /* the memory budget or the allocator ran out */
+	ALEX_EBADBLOCK = -1007 /* a block read from the log failed its checksum */
+};
+
+/* The logical files of one database. */
+enum alex_file { ALEX_FILE_DB = 0, ALEX_FILE_JOURNAL = 1, ALEX_FILE_WAL = 2 };
+#define ALEX_NFILES 3
+
+enum alex_sync {
+	ALEX_SYNC_FULL = 0,   /* every commit is durable when alex_commit returns */
+	ALEX_SYNC_NORMAL = 1, /* commits are durable within sync_ms or extent_kb */
+	ALEX_SYNC_OFF = 2     /* never fdatasync the log: benchmarks only */
+};
+
+enum alex_compress {
+	ALEX_COMPRESS_AUTO = 0, /* lz4, but stop trying while data does not compress */
+	ALEX_COMPRESS_LZ4 = 1,  /* try lz4 on every block */
+	ALEX_COMPRESS_OFF = 2
+};
+
+struct alex_config {
+	enum alex_sync sync;
+	enum alex_compress compress;
+	unsigned compress_min_saving_pct; /* keep lz4 output only if it saves this much */
+	uint64_t memory_bytes;            /* collector + record buffer budget */
+	uint64_t prealloc_bytes;          /* fallocate the log ahead in steps of this */
+	uint64_t checkpoint_bytes;        /* checkpoint when the log holds this much */
+	unsigned sync_ms;                 /* NORMAL: longest a commit stays unsynced */
+	uint64_t extent_bytes;            /* NORMAL: sync once this much is unsynced */
+	int checkpoint_on_close;          /* checkpoint in alex_close (default 1) */
+};
+
+/* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 8 MiB, 64 MiB, 100 ms,
+ * 1 MiB, checkpoint on close. */
+void alex_config_default(struct alex_config *cfg);
+
+struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */
+
+typedef struct alex_db alex_db;
+
+/*
+ * Opens the engine for the database at db_path, creating the database file
+ * and the log "<db_path>-alex" if they do not exist, and recovering the log if
+ * it does: the block map is rebuilt from every committed record up to the
+ * first invalid one.  cfg may be NULL for the defaults; io may be NULL for the
+ * POSIX backend.  What recovery found is in alex_stats().
+ */
+int alex_open(const char *db_path, const struct alex_config *cfg,
+	      const struct alex_io *io, alex_db **out);
+
+/*
+ * Writes len bytes at offset off of logical file f.  The bytes join the open
+ * transaction; they are durable only after alex_commit.  Writes of any size
+ * and alignment are correct; a part of a block is merged with the current
+ * content.  Writing past the end extends the file (holes read as zeros).
+ */
+int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len,
+	       uint64_t off);
+
+/* Reads up to len bytes at off of logical file f; *got is how many (short at
+ * the end of the file). */
+int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len,
+	      uint64_t off, size_t *got);
+
+int alex_size(alex_db *db, enum alex_file f, uint64_t *size);
+int alex_truncate(alex_db *db, enum alex_file f, uint64_t size);
+
+/*
+ * Ends the open transaction: its blocks are appended to the log as one record
+ * with the COMMIT flag (one pwrite), and with ALEX_SYNC_FULL the log is
+ * fdatasync'ed before this returns.  On failure nothing of the transaction is
+ * lost from memory and the call may be repeated.  When the log passes
+ * checkpoint_bytes a checkpoint follows; its failure is counted in the stats,
+ * not returned, because the commit itself succeeded.
+ */
+int alex_commit(alex_db *db);
+
+/* Makes every committed transaction durable (a no-op when it already is). */
+int alex_sync(alex_db *db);
+
+/* Copies committed blocks into the base files and restarts the log. */
+int alex_checkpoint(alex_db *db);
+
+/* Closes the engine; checkpoints first when configured.  Uncommitted writes
+ * are discarded.  The engine is freed even when an error is returned. */
+int alex_close(alex_db *db);
+
+/* Why recovery stopped scanning. */
+enum alex_stop {
+	ALEX_STOP_END = 0,      /* end of the preallocated log, or zeros */
+	ALEX_STOP_STALE,        /* a record of an older epoch or another chain */
+	ALEX_STOP_BAD_MAGIC,
+	ALEX_STOP_BAD_HEADER,   /* header crc or an impossible length */
+	ALEX_STOP_BAD_TABLE,    /* block table crc */
+	ALEX_STOP_BAD_BLOCK,    /* a block's crc32c */
+	ALEX_STOP_BAD_PADDING,  /* non-zero bytes after the payload */
+	ALEX_STOP_TRUNCATED     /* the record runs past the end of the file */
+};
+
+struct alex_stats {
+	uint64_t writes, write_bytes, reads, read_bytes;
+	uint64_t commits;          /* alex_commit calls that wrote a record */
+	uint64_t records;          /* records appended (commits + spills) */
+	uint64_t spills;
+	uint64_t blocks_logged, blocks_compressed;
+	uint64_t dedup_hits;       /* writes that replaced a block already pending */
+	uint64_t bytes_logged;     /* record bytes appended to the log */
+	uint64_t bytes_raw;        /* 4096 x blocks_logged */
+	uint64_t syncs;            /* fdatasync calls on the log */
+	uint64_t checkpoints, checkpoint_blocks, checkpoint_failures;
+	uint64_t log_used;         /* bytes of records in the current epoch */
+	uint64_t mem_bytes;        /* memory held by buffers, pools and maps */
+	/* recovery at open */
+	uint64_t recovered_records, recovered_commits, dropped_records;
+	uint64_t stop_offset;
+	enum alex_stop stop_reason;
+	int header_repaired;       /* the newest header slot was damaged and rebuilt
+				      from its epoch's first record */
+};
+
+void alex_stats(const alex_db *db, struct alex_stats *st);
+const char *alex_stop_name(enum alex_stop reason);
+
+/* A static string for an engine code or a positive errno. */
+const char *alex_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,92 @@
+/*
+ * collect.c - the collector: blocks of the open transaction, one copy each
+ * (the paper's in-memory dedup).  A slot is 4096 bytes in a slab; the index
+ * maps a block key to its slot.  Clearing deletes only the used keys, so a
+ * commit costs O(blocks), not O(capacity).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int alex_col_init(struct alex_collect *c, uint32_t max_slots)
+{
+	memset(c, 0, sizeof *c);
+	c->max = max_slots;
+	c->maxslabs = (max_slots + ALEX_SLAB_SLOTS - 1) / ALEX_SLAB_SLOTS;
+	c->slabs = calloc(c->maxslabs, sizeof *c->slabs);
+	c->slot_key = calloc(max_slots, sizeof *c->slot_key);
+	if (!c->slabs || !c->slot_key || alex_map_init(&c->index, max_slots)) {
+		alex_col_free(c);
+		return ALEX_ENOMEM;
+	}
+	return 0;
+}
+
+void alex_col_free(struct alex_collect *c)
+{
+	if (c->slabs)
+		for (uint32_t i = 0; i < c->nslabs; i++)
+			free(c->slabs[i]);
+	free(c->slabs);
+	free(c->slot_key);
+	alex_map_free(&c->index);
+	memset(c, 0, sizeof *c);
+}
+
+uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot)
+{
+	return c->slabs[slot / ALEX_SLAB_SLOTS] + (size_t)(slot % ALEX_SLAB_SLOTS) * ALEX_BLOCK;
+}
+
+int64_t alex_col_find(struct alex_collect *c, uint64_t key)
+{
+	struct alex_loc *l = alex_map_get(&c->index, key);
+	return l ? (int64_t)l->off : -1;
+}
+
+int64_t alex_col_add(struct alex_collect *c, uint64_t key)
+{
+	uint32_t slot = c->used;
+	struct alex_loc l = { slot, 0, 0, 0 };
+
+	if (slot >= c->max)
+		return -1;
+	if (slot / ALEX_SLAB_SLOTS >= c->nslabs) {
+		/* one allocation per 64 blocks, kept until close */
+		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)ALEX_SLAB_SLOTS * ALEX_BLOCK);
+		if (!s)
+			return -1;
+		c->slabs[c->nslabs++] = s;
+	}
+	if (alex_map_put(&c->index, key, &l))
+		return -1; /* cannot happen: the index was sized for max */
+	c->slot_key[slot] = key;
+	c->used++;
+	return slot;
+}
+
+void alex_col_trunc(struct alex_collect *c, unsigned file, uint64_t first)
+{
+	for (uint32_t i = 0; i < c->used; i++) {
+		uint64_t k = c->slot_key[i];
+		if (k && alex_key_file(k) == file && alex_key_block(k) >= first) {
+			alex_map_del(&c->index, k);
+			c->slot_key[i] = 0;
+		}
+	}
+}
+
+void alex_col_clear(struct alex_collect *c)
+{
+	for (uint32_t i = 0; i < c->used; i++)
+		if (c->slot_key[i])
+			alex_map_del(&c->index, c->slot_key[i]);
+	c->used = 0;
+}
+
+uint64_t alex_col_bytes(const struct alex_collect *c)
+{
+	return (uint64_t)c->nslabs * ALEX_SLAB_SLOTS * ALEX_BLOCK + alex_map_bytes(&c->index) +
+	       (uint64_t)c->max * sizeof *c->slot_key;
+}

@@ -1,0 +1,571 @@
+/*
+ * engine.c - the public API (alex.h): opening, the write path (collector,
+ * spills, commit records), the read path, truncation and closing.
+ *
+ * A block's newest content is found in this order: the collector (written
+ * since the last record), the pending map (spilled records of the open
+ * transaction), the map (committed records), the base file below its limit,
+ * zeros.  Only the last two live on disk before a checkpoint.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "internal.h"
+
+#define MIN_MEMORY (64u << 10)
+#define MAX_MEMORY (1024u << 20)
+/* what one collector slot costs: the slot, its share of the record buffer
+ * (packed payload, worst case raw), its table entry, index and order */
+#define SLOT_COST (2u * ALEX_BLOCK + 64u)
+
+static const char *const file_suffix[ALEX_NFILES] = { "", "-journal", "-wal" };
+
+void alex_config_default(struct alex_config *cfg)
+{
+	cfg->sync = ALEX_SYNC_FULL;
+	cfg->compress = ALEX_COMPRESS_AUTO;
+	cfg->compress_min_saving_pct = 10;
+	cfg->memory_bytes = 16u << 20;
+	cfg->prealloc_bytes = 8u << 20;
+	cfg->checkpoint_bytes = 64u << 20;
+	cfg->sync_ms = 100;
+	cfg->extent_bytes = 1u << 20;
+	cfg->checkpoint_on_close = 1;
+}
+
+static int config_ok(const struct alex_config *c)
+{
+	return c->sync <= ALEX_SYNC_OFF && c->compress <= ALEX_COMPRESS_OFF &&
+	       c->compress_min_saving_pct <= 90 && c->memory_bytes >= MIN_MEMORY &&
+	       c->memory_bytes <= MAX_MEMORY && c->prealloc_bytes >= ALEX_BLOCK &&
+	       c->prealloc_bytes % ALEX_BLOCK == 0 && c->checkpoint_bytes >= ALEX_BLOCK;
+}
+
+static int valid_file(enum alex_file f)
+{
+	return (unsigned)f < ALEX_NFILES;
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 1;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%s%s", a, b);
+	return s;
+}
+
+static void free_db(alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		if (db->base_fd[f] >= 0)
+			o->close(db->io.ctx, db->base_fd[f]);
+		free(db->path[f]);
+	}
+	if (db->log_fd >= 0)
+		o->close(db->io.ctx, db->log_fd);
+	free(db->log_path);
+	alex_map_free(&db->map);
+	alex_map_free(&db->pending);
+	alex_col_free(&db->col);
+	free(db->rec);
+	free(db->scratch);
+	free(db->order);
+	free(db);
+}
+
+/* Opens the base files that exist and takes their sizes. */
+static int open_bases(alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		int exists = 1, err;
+		uint64_t size = 0;
+
+		if (f != ALEX_FILE_DB && (err = o->exists(db->io.ctx, db->path[f], &exists)))
+			return err;
+		if (exists) {
+			int flags = f == ALEX_FILE_DB ? ALEX_O_CREAT : 0;
+			if ((err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
+				return err;
+			if ((err = o->size(db->io.ctx, db->base_fd[f], &size)))
+				return err;
+		}
+		db->size[f] = db->csize[f] = size;
+		db->limit[f] = db->climit[f] = size;
+		db->trunc[f] = ALEX_NO_TRUNC;
+	}
+	return 0;
+}
+
+int alex_open(const char *db_path, const struct alex_config *cfg, const struct alex_io *io,
+	      alex_db **out)
+{
+	alex_db *db;
+	int err;
+
+	*out = NULL;
+	if (!db_path || !*db_path)
+		return ALEX_EINVAL;
+	if (!(db = calloc(1, sizeof *db)))
+		return ALEX_ENOMEM;
+	db->io = io ? *io : alex_io_posix;
+	db->log_fd = -1;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->base_fd[f] = -1;
+	if (cfg)
+		db->cfg = *cfg;
+	else
+		alex_config_default(&db->cfg);
+	if (!config_ok(&db->cfg)) {
+		free_db(db);
+		return ALEX_EINVAL;
+	}
+	uint64_t slots = db->cfg.memory_bytes / SLOT_COST;
+	uint64_t rec_slots = (ALEX_REC_MAX - 2 * ALEX_BLOCK) / (ALEX_BLOCK + ALEX_REC_ENTRY);
+	if (slots > rec_slots)
+		slots = rec_slots;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->path[f] = join(db_path, file_suffix[f]);
+	db->log_path = join(db_path, "-alex");
+	db->scratch = aligned_alloc(ALEX_BLOCK, 2 * ALEX_BLOCK);
+	db->order = malloc(slots * sizeof *db->order);
+	err = ALEX_ENOMEM;
+	if (!db->path[0] || !db->path[1] || !db->path[2] || !db->log_path || !db->scratch ||
+	    !db->order || alex_col_init(&db->col, (uint32_t)slots) ||
+	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
+		goto fail;
+	db->nonce = alex_random32();
+	if ((err = open_bases(db)) || (err = alex_log_open(db)) || (err = alex_recover(db)))
+		goto fail;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->size[f] = db->csize[f];
+		db->limit[f] = db->climit[f];
+	}
+	*out = db;
+	return 0;
+fail:
+	free_db(db);
+	return err;
+}
+
+/* ---- the read side ---------------------------------------------------- */
+
+/* The committed-or-spilled content of a block, ignoring the collector. */
+static int load_block(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
+{
+	uint64_t key = alex_key(f, blk);
+	const struct alex_loc *loc = alex_map_get(&db->pending, key);
+	size_t got = 0;
+	int err;
+
+	if (!loc)
+		loc = alex_map_get(&db->map, key);
+	if (loc)
+		return alex_log_read_block(db, loc, out);
+	uint64_t off = blk << ALEX_BLOCK_SHIFT;
+	if (db->base_fd[f] >= 0 && off < db->limit[f]) {
+		uint64_t want = db->limit[f] - off < ALEX_BLOCK ? db->limit[f] - off : ALEX_BLOCK;
+		if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[f], out, want, off, &got)))
+			return err;
+	}
+	memset(out + got, 0, ALEX_BLOCK - got);
+	return 0;
+}
+
+int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	uint8_t *dst = buf, *tmp = db->scratch + ALEX_BLOCK;
+	size_t done = 0;
+	int err;
+
+	*got = 0;
+	if (!valid_file(f))
+		return ALEX_EINVAL;
+	if (off >= db->size[f])
+		return 0;
+	if (len > db->size[f] - off)
+		len = (size_t)(db->size[f] - off);
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos >> ALEX_BLOCK_SHIFT;
+		size_t in = (size_t)(pos & (ALEX_BLOCK - 1));
+		size_t n = ALEX_BLOCK - in < len - done ? ALEX_BLOCK - in : len - done;
+		int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
+
+		if (slot >= 0) {
+			memcpy(dst + done, alex_col_slot(&db->col, (uint32_t)slot) + in, n);
+		} else if (n == ALEX_BLOCK) {
+			if ((err = load_block(db, f, blk, dst + done)))
+				return err;
+		} else {
+			if ((err = load_block(db, f, blk, tmp)))
+				return err;
+			memcpy(dst + done, tmp + in, n);
+		}
+		done += n;
+	}
+	db->st.reads++;
+	db->st.read_bytes += done;
+	*got = done;
+	return 0;
+}
+
+int alex_size(alex_db *db, enum alex_file f, uint64_t *size)
+{
+	if (!valid_file(f))
+		return ALEX_EINVAL;
+	*size = db->size[f];
+	return 0;
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static int ks_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct alex_ks *)a)->key, y = ((const struct alex_ks *)b)->key;
+	return (x > y) - (x < y);
+}
+
+static int reserve_rec(alex_db *db, size_t need)
+{
+	if (need <= db->rec_cap)
+		return 0;
+	size_t cap = db->rec_cap ? db->rec_cap : 4 * ALEX_BLOCK;
+	while (cap < need)
+		cap *= 2;
+	uint8_t *r = aligned_alloc(ALEX_BLOCK, cap);
+	if (!r)
+		return ALEX_ENOMEM;
+	free(db->rec);
+	db->rec = r;
+	db->rec_cap = cap;
+	return 0;
+}
+
+/*
+ * Builds the collector into db->rec as one record; returns its length in
+ * *len and the live block count in *n (db->order[0..n) in table order).
+ */
+static int stage(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
+{
+	struct alex_collect *c = &db->col;
+	uint32_t k = 0;
+	int err;
+
+	for (uint32_t i = 0; i < c->used; i++)
+		if (c->slot_key[i])
+			db->order[k++] = (struct alex_ks){ c->slot_key[i], i };
+	if (k > 1)
+		qsort(db->order, k, sizeof *db->order, ks_cmp);
+
+	uint64_t hdr_len = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
+	if ((err = reserve_rec(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
+		return err;
+	uint8_t *rec = db->rec;
+	uint64_t pos = hdr_len;
+	for (uint32_t i = 0; i < k; i++) {
+		struct alex_entry e = { alex_key_block(db->order[i].key),
+					(uint8_t)alex_key_file(db->order[i].key), 0, 0, 0 };
+		int lz4;
+		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), rec + pos, &lz4);
+		e.flags = lz4 ? ALEX_BLK_LZ4 : 0;
+		e.crc = alex_crc32c(0, rec + pos, e.stored_len);
+		alex_entry_encode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
+		pos += e.stored_len;
+		db->st.blocks_compressed += (uint64_t)lz4;
+	}
+	uint64_t rec_len = alex_roundup_block(pos);
+	memset(rec + pos, 0, rec_len - pos);
+
+	struct alex_rec r = { 0 };
+	r.hdr_len = (uint32_t)hdr_len;
+	r.rec_len = (uint32_t)rec_len;
+	r.nblocks = k;
+	r.epoch = db->hdr.epoch;
+	r.lsn = db->next_lsn;
+	r.txn = db->txn;
+	r.flags = flags;
+	r.nonce = db->nonce;
+	r.prev_crc = db->prev_crc;
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, (size_t)k * ALEX_REC_ENTRY);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		r.size[f] = db->size[f];
+		r.trunc[f] = db->trunc[f];
+	}
+	alex_rec_encode(rec, &r);
+	db->prev_crc_staged = r.hdr_crc;
+	*len = (uint32_t)rec_len;
+	*n = k;
+	return 0;
+}
+
+/* After the record at rec_off is safely written: point target at its
+ * blocks, empty the collector and advance the log position. */
+static int publish(alex_db *db, struct alex_map *target, uint64_t rec_off, uint32_t len,
+		   uint32_t n)
+{
+	uint64_t pos = rec_off + ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * n;
+	int err = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct alex_entry e;
+		alex_entry_decode(db->rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
+		struct alex_loc l = { pos, e.stored_len, e.crc, e.flags };
+		if (!err)
+			err = alex_map_put(target, db->order[i].key, &l);
+		pos += e.stored_len;
+	}
+	alex_col_clear(&db->col);
+	db->append_off = rec_off + len;
+	db->next_lsn++;
+	db->prev_crc = db->prev_crc_staged;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->trunc[f] = ALEX_NO_TRUNC;
+	db->st.records++;
+	db->st.blocks_logged += n;
+	db->st.bytes_raw += (uint64_t)n * ALEX_BLOCK;
+	db->st.bytes_logged += len;
+	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	/* a map that cannot grow loses track of blocks: stop writing */
+	if (err)
+		db->failed = 1;
+	return err;
+}
+
+/* Writes the open transaction's collected blocks as a spill record. */
+static int spill(alex_db *db)
+{
+	uint32_t len, n;
+	uint64_t off;
+	int err;
+
+	if ((err = stage(db, 0, &len, &n)) || (err = alex_log_append(db, len, &off)))
+		return err;
+	db->unsynced_spill = 1;
+	db->st.spills++;
+	return publish(db, &db->pending, off, len, n);
+}
+
+/* ---- the write side --------------------------------------------------- */
+
+/* The collector slot for (f, blk), made on first touch.  A block that will
+ * not be overwritten whole is first filled with its current content. */
+static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **out)
+{
+	uint64_t key = alex_key(f, blk);
+	int64_t slot = alex_col_find(&db->col, key);
+	int err;
+
+	if (slot >= 0) {
+		db->st.dedup_hits++;
+		*out = alex_col_slot(&db->col, (uint32_t)slot);
+		return 0;
+	}
+	if (db->col.used >= db->col.max && (err = spill(db)))
+		return err;
+	if ((slot = alex_col_add(&db->col, key)) < 0)
+		return ALEX_ENOMEM;
+	*out = alex_col_slot(&db->col, (uint32_t)slot);
+	if (!whole && (err = load_block(db, f, blk, *out))) {
+		alex_map_del(&db->col.index, key);
+		db->col.slot_key[slot] = 0;
+		return err;
+	}
+	return 0;
+}
+
+int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *src = buf;
+	size_t done = 0;
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!valid_file(f) || off + len < off || (off + len) >> ALEX_BLOCK_SHIFT >= (1ull << 52))
+		return ALEX_EINVAL;
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos >> ALEX_BLOCK_SHIFT;
+		size_t in = (size_t)(pos & (ALEX_BLOCK - 1));
+		size_t n = ALEX_BLOCK - in < len - done ? ALEX_BLOCK - in : len - done;
+		uint8_t *slot;
+
+		if ((err = slot_for(db, f, blk, n == ALEX_BLOCK, &slot)))
+			return err;
+		memcpy(slot + in, src + done, n);
+		done += n;
+		if (pos + n > db->size[f])
+			db->size[f] = pos + n;
+	}
+	db->st.writes++;
+	db->st.write_bytes += len;
+	return 0;
+}
+
+int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
+{
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!valid_file(f) || size >> ALEX_BLOCK_SHIFT >= (1ull << 52))
+		return ALEX_EINVAL;
+	if (size < db->size[f]) {
+		uint64_t first = (size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
+		alex_col_trunc(&db->col, f, first);
+		alex_map_trunc(&db->pending, f, first);
+		alex_map_trunc(&db->map, f, first);
+		if (size < db->limit[f])
+			db->limit[f] = size;
+		if (size < db->trunc[f])
+			db->trunc[f] = size;
+		db->size[f] = size;
+		if (size & (ALEX_BLOCK - 1)) {
+			/* the cut block's tail must read as zeros if the file grows */
+			uint8_t *slot;
+			size_t in = (size_t)(size & (ALEX_BLOCK - 1));
+			if ((err = slot_for(db, f, size >> ALEX_BLOCK_SHIFT, 0, &slot)))
+				return err;
+			memset(slot + in, 0, ALEX_BLOCK - in);
+		}
+	}
+	db->size[f] = size;
+	return 0;
+}
+
+static int txn_open(const alex_db *db)
+{
+	if (db->col.used || db->pending.n)
+		return 1;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		if (db->size[f] != db->csize[f] || db->trunc[f] != ALEX_NO_TRUNC)
+			return 1;
+	return 0;
+}
+
+static int sync_log(alex_db *db)
+{
+	int err = alex_log_sync(db);
+
+	if (err)
+		return err;
+	db->unsynced_commit = db->unsynced_spill = 0;
+	db->unsynced_bytes = 0;
+	db->unsynced_since_ns = 0;
+	return 0;
+}
+
+int alex_commit(alex_db *db)
+{
+	uint32_t len, n;
+	uint64_t off;
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!txn_open(db))
+		return 0;
+	if ((err = stage(db, ALEX_REC_COMMIT, &len, &n)) || (err = alex_log_append(db, len, &off)))
+		return err;
+	if (db->cfg.sync == ALEX_SYNC_FULL && (err = sync_log(db))) {
+		/* The record may or may not be on disk.  Nothing moved yet, so a
+		 * retry rewrites it in place -- unless spill records written
+		 * before it were covered by this failed sync: their pages may be
+		 * gone from the cache's dirty set, and we no longer hold them. */
+		if (db->unsynced_spill)
+			db->failed = 1;
+		return err;
+	}
+	/* spilled blocks are older than the collector's: publish them first */
+	for (size_t i = 0; i < db->pending.cap; i++)
+		if (db->pending.keys[i] && !err)
+			err = alex_map_put(&db->map, db->pending.keys[i], &db->pending.vals[i]);
+	alex_map_clear(&db->pending);
+	if (err) {
+		db->failed = 1;
+		return err;
+	}
+	if ((err = publish(db, &db->map, off, len, n)))
+		return err;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->csize[f] = db->size[f];
+		db->climit[f] = db->limit[f];
+	}
+	db->txn++;
+	db->st.commits++;
+	if (db->cfg.sync == ALEX_SYNC_NORMAL) {
+		uint64_t now = alex_now_ns();
+		db->unsynced_commit = 1;
+		db->unsynced_bytes += len;
+		if (!db->unsynced_since_ns)
+			db->unsynced_since_ns = now;
+		if (alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
+		    (err = sync_log(db))) {
+			db->failed = 1; /* committed records we no longer hold */
+			return err;
+		}
+	}
+	if (db->append_off - ALEX_LOG_DATA >= db->cfg.checkpoint_bytes && alex_ckpt_run(db))
+		db->st.checkpoint_failures++;
+	return 0;
+}
+
+int alex_sync(alex_db *db)
+{
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!db->unsynced_commit)
+		return 0;
+	if ((err = sync_log(db)))
+		db->failed = 1;
+	return err;
+}
+
+int alex_checkpoint(alex_db *db)
+{
+	return alex_ckpt_run(db);
+}
+
+int alex_close(alex_db *db)
+{
+	int err = 0;
+
+	if (!db)
+		return 0;
+	/* Uncommitted writes are dropped.  A truncation or spill of that
+	 * transaction already shaped the in-memory map, so leave the log as
+	 * it is for recovery rather than checkpoint a view that never
+	 * committed. */
+	int trunc_open = 0, done = 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		trunc_open |= db->trunc[f] != ALEX_NO_TRUNC;
+	if (db->cfg.checkpoint_on_close && !db->failed && !db->pending.n && !trunc_open) {
+		err = alex_ckpt_run(db);
+		done = !err;
+	}
+	if (!done && db->cfg.sync == ALEX_SYNC_NORMAL && !db->failed && db->unsynced_commit) {
+		int e = alex_log_sync(db);
+		if (!err)
+			err = e;
+	}
+	free_db(db);
+	return err;
+}
+
+void alex_stats(const alex_db *db, struct alex_stats *st)
+{
+	*st = db->st;
+	st->log_used = db->append_off - ALEX_LOG_DATA;
+	st->mem_bytes = alex_col_bytes(&db->col) + db->rec_cap + 2 * ALEX_BLOCK +
+			alex_map_bytes(&db->map) + alex_map_bytes(&db->pending) +
+			(uint64_t)db->col.max * sizeof *db->order;
+}

@@ -1,0 +1,23 @@
+/* flush.c - when NORMAL mode syncs the log: a pure function of what is
+ * unsynced and for how long, so it can be tested without a clock. */
+#include <time.h>
+
+#include "internal.h"
+
+int alex_flush_due(const struct alex_config *cfg, uint64_t unsynced_bytes, uint64_t since_ns,
+		   uint64_t now_ns)
+{
+	if (!unsynced_bytes)
+		return 0;
+	if (unsynced_bytes >= cfg->extent_bytes)
+		return 1;
+	return now_ns - since_ns >= (uint64_t)cfg->sync_ms * 1000000u;
+}
+
+uint64_t alex_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,150 @@
+/*
+ * format.h - the byte format of an ALEX log ("<db>-alex"), and its pure
+ * encoder and decoder.  man/alex-log.5 says the same for users.
+ *
+ * All integers are little-endian.  The log is a sequence of 4096-byte blocks.
+ *
+ * Blocks 0 and 1: header slots.  A new epoch writes the slot (epoch % 2), so a
+ * torn header write always leaves the other slot, and the epoch it describes,
+ * intact.  The valid slot with the higher epoch is the current one.
+ *
+ *   off len  field
+ *     0   8  magic      "ALEXLOG\0"
+ *     8   4  version    ALEX_FORMAT_VERSION
+ *    12   4  block_size 4096
+ *    16  16  uuid       random, fixed at creation: names this log
+ *    32   8  epoch      >= 1, +1 at every checkpoint
+ *    40   8  start_lsn  LSN of the first record of this epoch
+ *    48   4  salt       random per epoch: prev_crc of the epoch's first record
+ *    52   4  flags      0
+ *    56   4  reserved   0
+ *    60   4  crc        crc32c of bytes 0..59
+ *   The rest of the slot is zero.
+ *
+ * From byte 8192 on: records, back to back, each starting on a 4096-byte
+ * boundary.  A record is one transaction, or a part of one too large for
+ * memory (a spill).  Fixed header:
+ *
+ *   off len  field
+ *     0   4  magic      "ALXR"
+ *     4   4  hdr_len    112 + 20 * nblocks
+ *     8   4  rec_len    whole record incl. padding; a multiple of 4096
+ *    12   4  nblocks
+ *    16   8  epoch      must equal the header's epoch
+ *    24   8  lsn        must be the previous record's lsn + 1 (start_lsn first)
+ *    32   8  txn        transaction id; spills carry their commit's id
+ *    40   4  flags      bit 0 COMMIT: this record ends transaction txn
+ *    44   4  nonce      random per engine open: two writers never share a chain
+ *    48   4  prev_crc   hdr_crc of the previous record (the salt for the first)
+ *    52   4  table_crc  crc32c of the block table
+ *    56  24  size[3]    logical size of db, journal, wal after this record
+ *    80  24  trunc[3]   lowest size each file had during this record's writes,
+ *                       or all-ones: bytes at or past it no longer come from
+ *                       older records or the base file
+ *   104   4  reserved   0
+ *   108   4  hdr_crc    crc32c of bytes 0..107
+ *
+ * Block table, nblocks entries of 20 bytes, sorted by (file, block):
+ *     0   8  block      logical byte offset / 4096
+ *     8   1  file       0 db, 1 journal, 2 wal
+ *     9   1  flags      bit 0 LZ4: stored bytes are an LZ4 block of 4096 bytes
+ *    10   2  reserved   0
+ *    12   4  stored_len 1..4096; exactly 4096 when not compressed
+ *    16   4  crc        crc32c of the stored bytes
+ *
+ * Payload: the stored bytes of each block in table order, packed, starting at
+ * hdr_len; then zeros up to rec_len.  Header embedding: a one-block commit
+ * whose block compresses to at most 4096 - 132 bytes is a single 4096-byte
+ * record.
+ *
+ * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
+ * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
+ * table_crc, every block crc, zero padding.  The scan stops at the first
+ * record that fails; the chain (prev_crc + nonce) makes sure bytes left from a
+ * torn or abandoned tail can never extend a chain written after recovery.
+ * Only blocks of transactions whose COMMIT record was accepted are visible.
+ */
+#ifndef ALEX_FORMAT_H
+#define ALEX_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alex.h"
+
+#define ALEX_FORMAT_VERSION 1u
+#define ALEX_BLOCK 4096u
+#define ALEX_BLOCK_SHIFT 12
+#define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
+#define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
+#define ALEX_HDR_SLOT_USED 64u
+#define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* first record */
+#define ALEX_REC_FIXED 112u
+#define ALEX_REC_ENTRY 20u
+#define ALEX_REC_COMMIT 1u
+#define ALEX_BLK_LZ4 1u
+#define ALEX_NO_TRUNC UINT64_MAX
+/* No record may exceed this; a header that claims more is invalid. */
+#define ALEX_REC_MAX (64u << 20)
+#define ALEX_REC_MAX_BLOCKS ((ALEX_REC_MAX - ALEX_REC_FIXED) / (ALEX_REC_ENTRY + 1u))
+
+struct alex_loghdr {
+	uint8_t uuid[16];
+	uint64_t epoch;
+	uint64_t start_lsn;
+	uint32_t salt;
+	uint32_t flags;
+};
+
+struct alex_rec {
+	uint32_t hdr_len, rec_len, nblocks;
+	uint64_t epoch, lsn, txn;
+	uint32_t flags, nonce, prev_crc, table_crc;
+	uint64_t size[ALEX_NFILES];
+	uint64_t trunc[ALEX_NFILES];
+	uint32_t hdr_crc; /* filled in by both encode and decode */
+};
+
+struct alex_entry {
+	uint64_t block;
+	uint8_t file;
+	uint8_t flags;
+	uint32_t stored_len;
+	uint32_t crc;
+};
+
+static inline uint64_t alex_roundup_block(uint64_t n)
+{
+	return (n + ALEX_BLOCK - 1) & ~(uint64_t)(ALEX_BLOCK - 1);
+}
+
+/* Header slot: encode into 64 bytes, decode from 64 bytes (0 or ALEX_E*). */
+void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h);
+int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h);
+
+/* Records.  The encoder writes the fixed header (and fills r->hdr_crc); the
+ * table entries are written with alex_entry_encode before it, since
+ * r->table_crc must be known. */
+void alex_rec_encode(uint8_t *out, struct alex_rec *r);
+void alex_entry_encode(uint8_t *out, const struct alex_entry *e);
+void alex_entry_decode(const uint8_t *in, struct alex_entry *e);
+
+/* What the record checks return for a valid record; anything else is the
+ * enum alex_stop reason why there is no valid record here. */
+#define ALEX_REC_VALID (-1)
+
+/*
+ * Decodes and checks the fixed header in buf (avail bytes, at least
+ * ALEX_REC_FIXED) against what must come next: epoch, lsn and prev_crc.
+ * room is how many bytes the log has from the record's start.  Returns
+ * ALEX_REC_VALID when the record is valid so far (the caller then checks the
+ * body with alex_rec_check_body), else the reason it is not a record here.
+ */
+int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
+			       uint64_t lsn, uint32_t prev_crc, struct alex_rec *r);
+
+/* Checks the table, each block's crc and the padding of a whole record in
+ * rec (r->rec_len bytes).  Returns ALEX_REC_VALID when all is valid. */
+int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r);
+
+#endif

@@ -1,0 +1,119 @@
+/* internal.h - the engine's state, shared by the core's own files only. */
+#ifndef ALEX_INTERNAL_H
+#define ALEX_INTERNAL_H
+
+#include <stdint.h>
+
+#include "alex.h"
+#include "format.h"
+#include "io.h"
+#include "map.h"
+
+#define ALEX_SLAB_SLOTS 64u
+
+struct alex_ks {
+	uint64_t key;
+	uint32_t slot;
+};
+
+/*
+ * The collector: the blocks written since the last record, newest version
+ * only.  Slots come from slabs allocated on first need and kept until close,
+ * so steady-state writes never call malloc.
+ */
+struct alex_collect {
+	struct alex_map index;   /* key -> slot (loc.off) */
+	uint8_t **slabs;         /* nslabs x ALEX_SLAB_SLOTS x 4096 */
+	uint64_t *slot_key;      /* key of each used slot, 0 if dropped */
+	uint32_t nslabs, maxslabs;
+	uint32_t used, max;      /* slots in use (incl. dropped), capacity */
+};
+
+struct alex_db {
+	struct alex_io io;
+	struct alex_config cfg;
+	char *path[ALEX_NFILES]; /* base files: db, db-journal, db-wal */
+	char *log_path;
+	int base_fd[ALEX_NFILES]; /* -1 until needed */
+	int log_fd;
+
+	/* log position */
+	struct alex_loghdr hdr;
+	uint64_t append_off;  /* where the next record goes */
+	uint64_t alloc_end;   /* preallocated end of the log file */
+	uint64_t next_lsn;
+	uint32_t prev_crc;
+	uint32_t prev_crc_staged; /* hdr_crc of the record being written */
+	uint32_t nonce;
+	uint64_t txn;         /* id of the open transaction */
+	int failed;           /* an unrecoverable I/O error happened */
+	int slot_damaged;     /* one header slot failed its checks */
+
+	/* logical files: view (incl. the open transaction) and committed */
+	uint64_t size[ALEX_NFILES], csize[ALEX_NFILES];
+	uint64_t limit[ALEX_NFILES], climit[ALEX_NFILES]; /* base bytes valid below */
+	uint64_t trunc[ALEX_NFILES];  /* lowest size since the last record */
+
+	struct alex_map map;      /* committed blocks */
+	struct alex_map pending;  /* spilled blocks of the open transaction */
+	struct alex_collect col;
+
+	/* record staging: header + table + payload, 4096-aligned */
+	uint8_t *rec;
+	size_t rec_cap;
+	uint8_t *scratch;         /* two blocks: decode input, block assembly */
+	struct alex_ks *order;    /* live collector slots sorted by key */
+
+	int unsynced_commit;      /* a commit record is not yet synced */
+	int unsynced_spill;       /* a spill record is not yet synced */
+
+	/* durability */
+	uint64_t unsynced_bytes;
+	uint64_t unsynced_since_ns;
+
+	/* compression heuristic */
+	unsigned lz4_misses, lz4_skip;
+
+	struct alex_stats st;
+};
+
+/* collect.c */
+int alex_col_init(struct alex_collect *c, uint32_t max_slots);
+void alex_col_free(struct alex_collect *c);
+uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot);
+/* The slot holding key, or -1. */
+int64_t alex_col_find(struct alex_collect *c, uint64_t key);
+/* A fresh slot for key (the caller fills all 4096 bytes), or -1 when full. */
+int64_t alex_col_add(struct alex_collect *c, uint64_t key);
+void alex_col_trunc(struct alex_collect *c, unsigned file, uint64_t first);
+void alex_col_clear(struct alex_collect *c);
+uint64_t alex_col_bytes(const struct alex_collect *c);
+
+/* codec.c: lz4 per block.  Returns the stored length (< 4096 when it
+ * compressed) with the stored bytes in out; sets *lz4. */
+uint32_t alex_codec_pack(struct alex_db *db, const uint8_t *blk, uint8_t *out, int *lz4);
+int alex_codec_unpack(const uint8_t *in, uint32_t len, uint32_t flags, uint8_t *blk);
+
+/* log.c */
+int alex_log_open(struct alex_db *db);
+int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
+int alex_log_sync(struct alex_db *db);
+int alex_log_new_epoch(struct alex_db *db);
+/* Writes the current header into its slot again, and syncs. */
+int alex_log_rewrite_header(struct alex_db *db);
+/* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
+int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
+uint32_t alex_random32(void);
+
+/* recover.c */
+int alex_recover(struct alex_db *db);
+
+/* ckpt.c */
+int alex_ckpt_run(struct alex_db *db);
+
+/* flush.c: whether NORMAL mode should sync now. */
+int alex_flush_due(const struct alex_config *cfg, uint64_t unsynced_bytes,
+		   uint64_t since_ns, uint64_t now_ns);
+uint64_t alex_now_ns(void);
+
+#endif

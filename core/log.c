@@ -1,0 +1,229 @@
+/*
+ * log.c - the log file: creation, header slots, appending records with
+ * preallocation, syncing, starting a new epoch.
+ *
+ * Why the order of operations is crash-safe:
+ *  - A new log is built under "<log>.new" and renamed into place after its
+ *    header is synced, so "<db>-alex" either does not exist or has a valid
+ *    header.  The directory is synced once, then.
+ *  - A record is one pwrite into space preallocated earlier, so the commit's
+ *    fdatasync never has to change the file size.  The in-memory map moves to
+ *    the record only after the write (and, in FULL, the sync) succeeded; on
+ *    failure the transaction stays in the collector and the next try rewrites
+ *    the record at the same offset, with the same lsn.
+ *  - A new epoch's header goes to the other slot and is synced before any
+ *    record of the epoch is written, so a crash leaves either the old epoch
+ *    (whose records are all still there) or the new one (whose blocks are all
+ *    in the synced base files).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "internal.h"
+
+static void random_bytes(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	size_t got = 0;
+
+	while (got < n) {
+		long r = syscall(SYS_getrandom, p + got, n - got, 1 /* GRND_NONBLOCK */);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < n) {
+		/* no entropy yet (early boot): uniqueness is all we need */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+			     ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)buf;
+		for (size_t i = got; i < n; i++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			p[i] = (uint8_t)(s >> 56);
+		}
+	}
+}
+
+uint32_t alex_random32(void)
+{
+	uint32_t v;
+	random_bytes(&v, sizeof v);
+	return v;
+}
+
+static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
+{
+	uint8_t *blk = db->scratch;
+
+	memset(blk, 0, ALEX_BLOCK);
+	alex_loghdr_encode(blk, h);
+	return db->io.ops->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
+}
+
+static int create_log(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	size_t n = strlen(db->log_path) + 5;
+	char *tmp = malloc(n);
+	int fd = -1, err;
+
+	if (!tmp)
+		return ALEX_ENOMEM;
+	snprintf(tmp, n, "%s.new", db->log_path);
+	memset(&db->hdr, 0, sizeof db->hdr);
+	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
+	db->hdr.epoch = 1;
+	db->hdr.start_lsn = 1;
+	db->hdr.salt = alex_random32();
+	if ((err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
+		goto out;
+	uint64_t len = ALEX_LOG_DATA + db->cfg.prealloc_bytes;
+	if ((err = o->fallocate(db->io.ctx, fd, 0, len)) ||
+	    (err = write_slot(db, fd, &db->hdr)) || (err = o->fdatasync(db->io.ctx, fd)) ||
+	    (err = o->rename(db->io.ctx, tmp, db->log_path)) ||
+	    (err = o->sync_dir(db->io.ctx, db->log_path)))
+		goto out;
+	db->log_fd = fd;
+	db->alloc_end = len;
+	fd = -1;
+out:
+	if (fd >= 0)
+		o->close(db->io.ctx, fd);
+	free(tmp);
+	return err;
+}
+
+int alex_log_open(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	uint8_t *buf = db->scratch;
+	struct alex_loghdr h[2];
+	int rc[2], exists, err, fd;
+	size_t got;
+	uint64_t size;
+
+	if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
+		return err;
+	if (!exists)
+		return create_log(db);
+	if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
+		return err;
+	db->log_fd = fd;
+	if ((err = o->size(db->io.ctx, fd, &size)))
+		return err;
+	if (size == 0) {
+		/* an empty file (touch, or a copy) holds nothing to lose */
+		o->close(db->io.ctx, fd);
+		db->log_fd = -1;
+		return create_log(db);
+	}
+	for (int s = 0; s < 2; s++) {
+		if ((err = o->pread(db->io.ctx, fd, buf, ALEX_HDR_SLOT_USED, s * ALEX_BLOCK, &got)))
+			return err;
+		rc[s] = got == ALEX_HDR_SLOT_USED ? alex_loghdr_decode(buf, &h[s]) : ALEX_ECORRUPT;
+	}
+	if (rc[0] && rc[1])
+		return rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION ? ALEX_EVERSION
+									: ALEX_ECORRUPT;
+	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
+		return ALEX_ECORRUPT; /* two logs spliced together */
+	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
+	db->hdr = h[cur];
+	/* the other slot is damaged, not merely unused: it may have held the
+	 * newer epoch (recover.c looks for that epoch's records) */
+	if (rc[!cur]) {
+		if ((err = o->pread(db->io.ctx, fd, buf, ALEX_HDR_SLOT_USED, (!cur) * ALEX_BLOCK, &got)))
+			return err;
+		for (size_t i = 0; i < got; i++)
+			db->slot_damaged |= buf[i] != 0;
+	}
+	db->alloc_end = size;
+	return 0;
+}
+
+/* Makes sure [off, off+len) lies inside preallocated space. */
+static int prealloc(struct alex_db *db, uint64_t end)
+{
+	if (end <= db->alloc_end)
+		return 0;
+	uint64_t step = db->cfg.prealloc_bytes;
+	uint64_t want = db->alloc_end + (end - db->alloc_end + step - 1) / step * step;
+	int err = db->io.ops->fallocate(db->io.ctx, db->log_fd, db->alloc_end, want - db->alloc_end);
+	if (err)
+		return err;
+	db->alloc_end = want;
+	return 0;
+}
+
+/*
+ * Appends the collector as one record.  The caller has the record staged in
+ * db->rec by alex_engine_stage (engine.c); here it goes to disk.
+ */
+int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
+{
+	int err;
+
+	if ((err = prealloc(db, db->append_off + rec_len)))
+		return err;
+	if ((err = db->io.ops->pwrite(db->io.ctx, db->log_fd, db->rec, rec_len, db->append_off)))
+		return err;
+	*rec_off = db->append_off;
+	return 0;
+}
+
+int alex_log_sync(struct alex_db *db)
+{
+	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
+
+	db->st.syncs++;
+	return err;
+}
+
+int alex_log_rewrite_header(struct alex_db *db)
+{
+	int err = write_slot(db, db->log_fd, &db->hdr);
+
+	return err ? err : alex_log_sync(db);
+}
+
+int alex_log_new_epoch(struct alex_db *db)
+{
+	struct alex_loghdr h = db->hdr;
+	int err;
+
+	h.epoch++;
+	h.start_lsn = db->next_lsn;
+	h.salt = alex_random32();
+	if ((err = write_slot(db, db->log_fd, &h)) || (err = alex_log_sync(db)))
+		return err;
+	db->hdr = h;
+	db->append_off = ALEX_LOG_DATA;
+	db->prev_crc = h.salt;
+	return 0;
+}
+
+int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+{
+	uint8_t *in = db->scratch;
+	size_t got;
+	int err;
+
+	if (loc->len > ALEX_BLOCK)
+		return ALEX_EBADBLOCK;
+	if (!(loc->flags & ALEX_BLK_LZ4))
+		in = blk; /* raw: read straight into place */
+	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, in, loc->len, loc->off, &got)))
+		return err;
+	if (got != loc->len || alex_crc32c(0, in, loc->len) != loc->crc)
+		return ALEX_EBADBLOCK;
+	if (in == blk)
+		return 0;
+	return alex_codec_unpack(in, loc->len, loc->flags, blk);
+}

@@ -1,0 +1,154 @@
+/* record.c - encode and decode log headers and records (format.h).  Pure:
+ * no I/O, no allocation, safe on any input; the fuzzer drives it directly. */
+#include "format.h"
+
+#include <string.h>
+
+#include "bytes.h"
+#include "crc32c.h"
+
+void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h)
+{
+	memset(out, 0, ALEX_HDR_SLOT_USED);
+	memcpy(out, ALEX_LOG_MAGIC, 8);
+	alex_put32(out + 8, ALEX_FORMAT_VERSION);
+	alex_put32(out + 12, ALEX_BLOCK);
+	memcpy(out + 16, h->uuid, 16);
+	alex_put64(out + 32, h->epoch);
+	alex_put64(out + 40, h->start_lsn);
+	alex_put32(out + 48, h->salt);
+	alex_put32(out + 52, h->flags);
+	alex_put32(out + 60, alex_crc32c(0, out, 60));
+}
+
+int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h)
+{
+	if (memcmp(in, ALEX_LOG_MAGIC, 8) != 0)
+		return ALEX_ECORRUPT;
+	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
+		return ALEX_ECORRUPT;
+	if (alex_get32(in + 8) != ALEX_FORMAT_VERSION)
+		return ALEX_EVERSION;
+	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
+		return ALEX_ECORRUPT;
+	memcpy(h->uuid, in + 16, 16);
+	h->epoch = alex_get64(in + 32);
+	h->start_lsn = alex_get64(in + 40);
+	h->salt = alex_get32(in + 48);
+	h->flags = alex_get32(in + 52);
+	return 0;
+}
+
+void alex_entry_encode(uint8_t *out, const struct alex_entry *e)
+{
+	alex_put64(out, e->block);
+	out[8] = e->file;
+	out[9] = e->flags;
+	out[10] = out[11] = 0;
+	alex_put32(out + 12, e->stored_len);
+	alex_put32(out + 16, e->crc);
+}
+
+void alex_entry_decode(const uint8_t *in, struct alex_entry *e)
+{
+	e->block = alex_get64(in);
+	e->file = in[8];
+	e->flags = in[9];
+	e->stored_len = alex_get32(in + 12);
+	e->crc = alex_get32(in + 16);
+}
+
+void alex_rec_encode(uint8_t *out, struct alex_rec *r)
+{
+	alex_put32(out, ALEX_REC_MAGIC);
+	alex_put32(out + 4, r->hdr_len);
+	alex_put32(out + 8, r->rec_len);
+	alex_put32(out + 12, r->nblocks);
+	alex_put64(out + 16, r->epoch);
+	alex_put64(out + 24, r->lsn);
+	alex_put64(out + 32, r->txn);
+	alex_put32(out + 40, r->flags);
+	alex_put32(out + 44, r->nonce);
+	alex_put32(out + 48, r->prev_crc);
+	alex_put32(out + 52, r->table_crc);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		alex_put64(out + 56 + 8 * f, r->size[f]);
+		alex_put64(out + 80 + 8 * f, r->trunc[f]);
+	}
+	alex_put32(out + 104, 0);
+	r->hdr_crc = alex_crc32c(0, out, 108);
+	alex_put32(out + 108, r->hdr_crc);
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
+			       uint64_t lsn, uint32_t prev_crc, struct alex_rec *r)
+{
+	if (room < ALEX_BLOCK)
+		return room == 0 ? ALEX_STOP_END : ALEX_STOP_TRUNCATED;
+	if (alex_get32(buf) != ALEX_REC_MAGIC)
+		return all_zero(buf, ALEX_REC_FIXED) ? ALEX_STOP_END : ALEX_STOP_BAD_MAGIC;
+	r->hdr_crc = alex_get32(buf + 108);
+	if (r->hdr_crc != alex_crc32c(0, buf, 108) || alex_get32(buf + 104) != 0)
+		return ALEX_STOP_BAD_HEADER;
+	r->hdr_len = alex_get32(buf + 4);
+	r->rec_len = alex_get32(buf + 8);
+	r->nblocks = alex_get32(buf + 12);
+	r->epoch = alex_get64(buf + 16);
+	r->lsn = alex_get64(buf + 24);
+	r->txn = alex_get64(buf + 32);
+	r->flags = alex_get32(buf + 40);
+	r->nonce = alex_get32(buf + 44);
+	r->prev_crc = alex_get32(buf + 48);
+	r->table_crc = alex_get32(buf + 52);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		r->size[f] = alex_get64(buf + 56 + 8 * f);
+		r->trunc[f] = alex_get64(buf + 80 + 8 * f);
+	}
+	/* A header from an earlier epoch or an abandoned chain is a clean end,
+	 * not damage: its crc is fine, it just is not the next record. */
+	if (r->epoch != epoch || r->lsn != lsn || r->prev_crc != prev_crc)
+		return ALEX_STOP_STALE;
+	if (r->nblocks > ALEX_REC_MAX_BLOCKS ||
+	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks ||
+	    r->rec_len % ALEX_BLOCK != 0 || r->rec_len > ALEX_REC_MAX ||
+	    r->rec_len < r->hdr_len || (r->flags & ~ALEX_REC_COMMIT) != 0)
+		return ALEX_STOP_BAD_HEADER;
+	if (r->rec_len > room)
+		return ALEX_STOP_TRUNCATED;
+	return ALEX_REC_VALID;
+}
+
+int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
+{
+	const uint8_t *tab = rec + ALEX_REC_FIXED;
+	uint64_t pos = r->hdr_len;
+
+	if (alex_crc32c(0, tab, (size_t)r->nblocks * ALEX_REC_ENTRY) != r->table_crc)
+		return ALEX_STOP_BAD_TABLE;
+	for (uint32_t i = 0; i < r->nblocks; i++) {
+		struct alex_entry e;
+		alex_entry_decode(tab + (size_t)i * ALEX_REC_ENTRY, &e);
+		if (e.file >= ALEX_NFILES || (e.flags & ~ALEX_BLK_LZ4) != 0 ||
+		    e.stored_len == 0 || e.stored_len > ALEX_BLOCK ||
+		    (!(e.flags & ALEX_BLK_LZ4) && e.stored_len != ALEX_BLOCK) ||
+		    e.block > (UINT64_MAX >> ALEX_BLOCK_SHIFT) ||
+		    tab[(size_t)i * ALEX_REC_ENTRY + 10] || tab[(size_t)i * ALEX_REC_ENTRY + 11])
+			return ALEX_STOP_BAD_TABLE;
+		if (pos + e.stored_len > r->rec_len)
+			return ALEX_STOP_BAD_TABLE;
+		if (alex_crc32c(0, rec + pos, e.stored_len) != e.crc)
+			return ALEX_STOP_BAD_BLOCK;
+		pos += e.stored_len;
+	}
+	if (!all_zero(rec + pos, r->rec_len - pos))
+		return ALEX_STOP_BAD_PADDING;
+	return ALEX_REC_VALID;
+}

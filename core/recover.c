@@ -1,0 +1,212 @@
+/*
+ * recover.c - rebuild the block map from the log when an engine opens.
+ *
+ * Records are checked in order against everything format.h demands; the
+ * scan stops at the first one that fails.  A spill record's blocks and
+ * truncations are held back until the COMMIT record of its transaction is
+ * accepted, then applied in the order they were written.  The next append
+ * goes right after the last COMMIT record, overwriting any uncommitted tail:
+ * its chain (lsn, prev_crc, a fresh nonce) can never be continued by the
+ * bytes left behind.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "internal.h"
+
+struct op {
+	uint64_t key;         /* 0: a truncation of file to size */
+	unsigned file;
+	uint64_t size;
+	struct alex_loc loc;
+};
+
+struct ops {
+	struct op *v;
+	size_t n, cap;
+};
+
+static int push(struct ops *o, const struct op *x)
+{
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 256;
+		struct op *v = realloc(o->v, cap * sizeof *v);
+		if (!v)
+			return ALEX_ENOMEM;
+		o->v = v;
+		o->cap = cap;
+	}
+	o->v[o->n++] = *x;
+	return 0;
+}
+
+static int apply(alex_db *db, const struct ops *o)
+{
+	for (size_t i = 0; i < o->n; i++) {
+		const struct op *x = &o->v[i];
+		if (x->key) {
+			if (alex_map_put(&db->map, x->key, &x->loc))
+				return ALEX_ENOMEM;
+			continue;
+		}
+		alex_map_trunc(&db->map, x->file, (x->size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT);
+		if (x->size < db->climit[x->file])
+			db->climit[x->file] = x->size;
+	}
+	return 0;
+}
+
+/* Queues the truncations and blocks of the record at off (whole in rec). */
+static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, uint64_t off)
+{
+	uint64_t pos = off + r->hdr_len;
+	int err;
+
+	for (unsigned f = 0; f < ALEX_NFILES; f++) {
+		struct op t = { 0, f, r->trunc[f], { 0, 0, 0, 0 } };
+		if (r->trunc[f] != ALEX_NO_TRUNC && (err = push(o, &t)))
+			return err;
+	}
+	for (uint32_t i = 0; i < r->nblocks; i++) {
+		struct alex_entry e;
+		alex_entry_decode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
+		struct op b = { alex_key(e.file, e.block), e.file, 0,
+				{ pos, e.stored_len, e.crc, e.flags } };
+		if ((err = push(o, &b)))
+			return err;
+		pos += e.stored_len;
+	}
+	return 0;
+}
+
+static int reserve(alex_db *db, size_t need)
+{
+	if (need <= db->rec_cap)
+		return 0;
+	uint8_t *r = aligned_alloc(ALEX_BLOCK, need);
+	if (!r)
+		return ALEX_ENOMEM;
+	free(db->rec);
+	db->rec = r;
+	db->rec_cap = need;
+	return 0;
+}
+
+/*
+ * A damaged header slot may have been the newer epoch's.  Any record of
+ * epoch + 1 was written after that header was synced, so if the first
+ * record slot holds a well-formed one, the epoch, its first lsn and its salt
+ * (the record's prev_crc) are known again.
+ */
+static int adopt_next_epoch(alex_db *db)
+{
+	struct alex_rec r;
+	const uint8_t *b = db->rec;
+	size_t got;
+	int err;
+
+	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, ALEX_LOG_DATA,
+				     &got)))
+		return err;
+	if (got < ALEX_BLOCK || alex_get32(b) != ALEX_REC_MAGIC)
+		return 0;
+	uint64_t epoch = alex_get64(b + 16), lsn = alex_get64(b + 24);
+	uint32_t salt = alex_get32(b + 48);
+	if (epoch != db->hdr.epoch + 1 ||
+	    alex_rec_decode(b, db->alloc_end - ALEX_LOG_DATA, epoch, lsn, salt, &r) != ALEX_REC_VALID)
+		return 0;
+	db->hdr.epoch = epoch;
+	db->hdr.start_lsn = lsn;
+	db->hdr.salt = salt;
+	db->st.header_repaired = 1;
+	return 0;
+}
+
+int alex_recover(alex_db *db)
+{
+	const struct alex_io_ops *io = db->io.ops;
+	struct ops ops = { 0 };
+	uint64_t off = ALEX_LOG_DATA, lsn = db->hdr.start_lsn, uncommitted = 0;
+	uint32_t prev = db->hdr.salt;
+	enum alex_stop why = ALEX_STOP_END;
+	struct alex_rec r;
+	size_t got;
+	int err = 0;
+
+	db->append_off = off;
+	db->next_lsn = lsn;
+	db->prev_crc = prev;
+	db->txn = 1;
+	if ((err = reserve(db, 4 * ALEX_BLOCK)))
+		return err;
+	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK) {
+		if ((err = adopt_next_epoch(db)))
+			return err;
+		lsn = db->hdr.start_lsn;
+		prev = db->hdr.salt;
+		db->next_lsn = lsn;
+		db->prev_crc = prev;
+	}
+	for (;;) {
+		uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
+		if (room < ALEX_BLOCK) {
+			why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
+			break;
+		}
+		if ((err = io->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
+			goto out;
+		if (got < ALEX_BLOCK) { /* the file shrank under us */
+			why = ALEX_STOP_TRUNCATED;
+			break;
+		}
+		int v = alex_rec_decode(db->rec, room, db->hdr.epoch, lsn, prev, &r);
+		if (v != ALEX_REC_VALID) {
+			why = (enum alex_stop)v;
+			break;
+		}
+		if (r.rec_len > ALEX_BLOCK) {
+			/* read it whole: growing the buffer drops its contents */
+			if ((err = reserve(db, r.rec_len)) ||
+			    (err = io->pread(db->io.ctx, db->log_fd, db->rec, r.rec_len, off, &got)))
+				goto out;
+			if (got < r.rec_len) {
+				why = ALEX_STOP_TRUNCATED;
+				break;
+			}
+		}
+		if ((v = alex_rec_check_body(db->rec, &r)) != ALEX_REC_VALID) {
+			why = (enum alex_stop)v;
+			break;
+		}
+		if ((err = queue(&ops, db->rec, &r, off)))
+			goto out;
+		db->st.recovered_records++;
+		uncommitted++;
+		lsn++;
+		prev = r.hdr_crc;
+		off += r.rec_len;
+		if (r.flags & ALEX_REC_COMMIT) {
+			if ((err = apply(db, &ops)))
+				goto out;
+			ops.n = 0;
+			uncommitted = 0;
+			for (int f = 0; f < ALEX_NFILES; f++)
+				db->csize[f] = r.size[f];
+			db->st.recovered_commits++;
+			db->append_off = off;
+			db->next_lsn = lsn;
+			db->prev_crc = prev;
+			db->txn = r.txn + 1;
+		}
+	}
+	db->st.stop_offset = off;
+	db->st.stop_reason = why;
+	db->st.dropped_records = uncommitted + (why > ALEX_STOP_STALE);
+	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	if (db->st.header_repaired)
+		err = alex_log_rewrite_header(db);
+out:
+	free(ops.v);
+	return err;
+}

@@ -1,0 +1,55 @@
+/* helpers.h - shared by the core test suites: engines on the memory
+ * backend, deterministic block contents, a seeded generator. */
+#ifndef ALEX_TEST_HELPERS_H
+#define ALEX_TEST_HELPERS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "alex.h"
+#include "io.h"
+
+#define DB "/mem/t.db"
+#define LOG "/mem/t.db-alex"
+#define BLK 4096u
+
+static inline uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Block content written by transaction txn to block blk: an identifying
+ * header, then either compressible text or noise.  txn 0 means zeros. */
+static inline void fill_block(uint8_t *b, uint32_t txn, uint32_t blk)
+{
+	if (!txn) {
+		memset(b, 0, BLK);
+		return;
+	}
+	uint64_t s = (uint64_t)txn * 1000003u + blk;
+	memcpy(b, &txn, 4);
+	memcpy(b + 4, &blk, 4);
+	if ((txn + blk) % 3 == 0) {
+		for (unsigned i = 8; i < BLK; i += 8) {
+			uint64_t v = rnd(&s);
+			memcpy(b + i, &v, 8);
+		}
+	} else {
+		for (unsigned i = 8; i < BLK; i++)
+			b[i] = (uint8_t)("row-%u value payload "[(i + txn) % 21] + (i / 512));
+	}
+}
+
+static inline void small_config(struct alex_config *c)
+{
+	alex_config_default(c);
+	c->memory_bytes = 64u << 10; /* 7 slots: transactions spill often */
+	c->prealloc_bytes = 256u << 10;
+	c->checkpoint_bytes = 1u << 20;
+	c->checkpoint_on_close = 0;
+}
+
+#endif

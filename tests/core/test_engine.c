@@ -1,0 +1,357 @@
+/* The engine through its public API on the memory backend: reads after
+ * writes of any size and alignment, dedup, header embedding, preallocation,
+ * spills, truncation, checkpoints, reopening. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "format.h"
+#include "helpers.h"
+
+static alex_mem *mem;
+static struct alex_io io;
+static struct alex_config cfg;
+
+static void setup(void)
+{
+	mem = alex_mem_new();
+	io = alex_mem_io(mem);
+	small_config(&cfg);
+}
+static void teardown(void)
+{
+	alex_mem_free(mem);
+}
+TestSuite(engine, .init = setup, .fini = teardown);
+
+static alex_db *open_db(void)
+{
+	alex_db *db;
+	int rc = alex_open(DB, &cfg, &io, &db);
+	cr_assert_eq(rc, 0, "alex_open: %s", alex_strerror(rc));
+	return db;
+}
+
+/* ---- a byte-exact reference model of the three logical files --------- */
+
+#define MAXSZ (600u * 1024)
+static uint8_t *ref[ALEX_NFILES];
+static uint64_t refsz[ALEX_NFILES];
+
+static void check_all(alex_db *db, const char *when)
+{
+	static uint8_t buf[MAXSZ + 100];
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		uint64_t sz;
+		size_t got;
+		cr_assert_eq(alex_size(db, f, &sz), 0);
+		cr_assert_eq(sz, refsz[f], "%s: file %d size %lu want %lu", when, f,
+			     (unsigned long)sz, (unsigned long)refsz[f]);
+		cr_assert_eq(alex_read(db, f, buf, MAXSZ + 100, 0, &got), 0);
+		cr_assert_eq(got, sz);
+		for (uint64_t i = 0; i < sz; i++)
+			if (buf[i] != ref[f][i])
+				cr_assert_fail("%s: file %d differs at byte %lu", when, f,
+					       (unsigned long)i);
+	}
+}
+
+Test(engine, random_io_matches_reference)
+{
+	uint64_t s = 7;
+	static uint8_t src[70000];
+	alex_db *db = open_db();
+
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		ref[f] = calloc(1, MAXSZ + 70000);
+		refsz[f] = 0;
+	}
+	for (int step = 0; step < 4000; step++) {
+		unsigned f = rnd(&s) % ALEX_NFILES, op = rnd(&s) % 100;
+		if (op < 70) {
+			uint64_t off = rnd(&s) % (MAXSZ - 70000);
+			size_t len = 1 + rnd(&s) % (rnd(&s) % 4 ? 5000u : 66000u);
+			if (rnd(&s) % 2) { /* page-like writes too */
+				off &= ~(uint64_t)1023;
+				len = 1024u << (rnd(&s) % 4);
+			}
+			for (size_t i = 0; i < len; i++)
+				src[i] = (uint8_t)(rnd(&s) % 4 ? (uint64_t)('x' + step % 3) : rnd(&s));
+			cr_assert_eq(alex_write(db, f, src, len, off), 0);
+			memcpy(ref[f] + off, src, len);
+			if (off + len > refsz[f])
+				refsz[f] = off + len;
+		} else if (op < 75) {
+			uint64_t sz = rnd(&s) % (MAXSZ - 70000);
+			cr_assert_eq(alex_truncate(db, f, sz), 0);
+			if (sz < refsz[f])
+				memset(ref[f] + sz, 0, refsz[f] - sz);
+			refsz[f] = sz;
+		} else if (op < 95) {
+			cr_assert_eq(alex_commit(db), 0);
+		} else if (op < 97) {
+			cr_assert_eq(alex_commit(db), 0);
+			cr_assert_eq(alex_checkpoint(db), 0);
+		} else {
+			cr_assert_eq(alex_commit(db), 0);
+			cr_assert_eq(alex_close(db), 0);
+			db = open_db();
+			check_all(db, "after reopen");
+		}
+		if (step % 200 == 0)
+			check_all(db, "during run");
+	}
+	cr_assert_eq(alex_commit(db), 0);
+	check_all(db, "end");
+	cfg.checkpoint_on_close = 1;
+	cr_assert_eq(alex_close(db), 0);
+	/* after the closing checkpoint the base file alone is the database */
+	size_t len;
+	const uint8_t *base = alex_mem_get(mem, DB, &len);
+	cr_assert_eq(len, refsz[0]);
+	cr_assert_arr_eq(base, ref[0], len);
+	db = open_db();
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_expect_eq(st.recovered_records, 0);
+	check_all(db, "after final checkpoint");
+	alex_close(db);
+	for (int f = 0; f < ALEX_NFILES; f++)
+		free(ref[f]);
+}
+
+Test(engine, dedup_keeps_one_copy_per_block)
+{
+	uint8_t b[BLK];
+	alex_db *db = open_db();
+	struct alex_stats st;
+
+	for (uint32_t i = 1; i <= 10; i++) {
+		fill_block(b, i, 3);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, 3 * BLK), 0);
+	}
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_expect_eq(st.dedup_hits, 9);
+	cr_expect_eq(st.blocks_logged, 1);
+	uint8_t r[BLK];
+	size_t got;
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, 3 * BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
+	alex_close(db);
+}
+
+static uint64_t commit_cost(alex_db *db, uint32_t txn, uint64_t *ops)
+{
+	uint8_t b[BLK];
+	struct alex_stats a, z;
+
+	fill_block(b, txn, 1);
+	alex_stats(db, &a);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	uint64_t before = alex_mem_ops(mem);
+	cr_assert_eq(alex_commit(db), 0);
+	*ops = alex_mem_ops(mem) - before;
+	alex_stats(db, &z);
+	cr_expect_eq(z.syncs - a.syncs, 1);
+	return z.bytes_logged - a.bytes_logged;
+}
+
+Test(engine, header_embedding_and_one_write_one_sync)
+{
+	alex_db *db = open_db();
+	uint64_t ops;
+	size_t len;
+
+	/* (txn + blk) % 3 != 0: compressible; == 0: noise */
+	cr_expect_eq(commit_cost(db, 1, &ops), BLK, "a compressible block fits with its header");
+	cr_expect_eq(ops, 2, "one pwrite and one fdatasync");
+	cr_expect_eq(commit_cost(db, 2, &ops), 2 * BLK, "a raw block needs a second block");
+	cr_expect_eq(ops, 2);
+	cr_expect_null(alex_mem_get(mem, DB, &len) && len ? (void *)1 : NULL,
+		       "the database file is not written at commit");
+	alex_close(db);
+}
+
+Test(engine, compression_off_and_threshold)
+{
+	cfg.compress = ALEX_COMPRESS_OFF;
+	alex_db *db = open_db();
+	uint64_t ops;
+	cr_expect_eq(commit_cost(db, 1, &ops), 2 * BLK);
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_expect_eq(st.blocks_compressed, 0);
+	alex_close(db);
+}
+
+Test(engine, log_is_preallocated_in_steps)
+{
+	cfg.prealloc_bytes = 64u << 10;
+	cfg.compress = ALEX_COMPRESS_OFF;
+	alex_db *db = open_db();
+	uint8_t b[BLK];
+	size_t len;
+
+	for (uint32_t t = 1; t <= 40; t++) {
+		fill_block(b, t, t);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)t * BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+		alex_mem_get(mem, LOG, &len);
+		cr_assert_eq((len - 2 * BLK) % (64u << 10), 0, "log size %zu", len);
+		struct alex_stats st;
+		alex_stats(db, &st);
+		cr_assert_geq(len, 2 * BLK + st.log_used);
+	}
+	alex_close(db);
+}
+
+Test(engine, spilled_transaction_is_atomic)
+{
+	uint8_t b[BLK];
+	alex_db *db = open_db();
+	struct alex_stats st;
+
+	for (uint32_t i = 0; i < 100; i++) {
+		fill_block(b, 1, i);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
+	}
+	alex_stats(db, &st);
+	cr_expect_gt(st.spills, 10);
+	cr_expect_eq(alex_checkpoint(db), ALEX_EBUSY);
+	/* power lost before the commit: none of it */
+	alex_mem *c = alex_mem_crash(mem, ALEX_CRASH_KEEP, 1);
+	struct alex_io cio = alex_mem_io(c);
+	alex_db *d2;
+	cr_assert_eq(alex_open(DB, &cfg, &cio, &d2), 0);
+	uint64_t sz;
+	alex_size(d2, ALEX_FILE_DB, &sz);
+	cr_expect_eq(sz, 0);
+	alex_stats(d2, &st);
+	cr_expect_gt(st.dropped_records, 10);
+	cr_expect_eq(st.recovered_commits, 0);
+	alex_close(d2);
+	alex_mem_free(c);
+
+	cr_assert_eq(alex_commit(db), 0);
+	alex_close(db);
+	db = open_db();
+	for (uint32_t i = 0; i < 100; i++) {
+		uint8_t r[BLK];
+		size_t got;
+		fill_block(b, 1, i);
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, (uint64_t)i * BLK, &got), 0);
+		cr_assert_arr_eq(r, b, BLK, "block %u", i);
+	}
+	alex_close(db);
+}
+
+Test(engine, truncate_then_grow_reads_zeros)
+{
+	uint8_t b[3 * BLK], r[3 * BLK];
+	size_t got;
+	memset(b, 'q', sizeof b);
+	alex_db *db = open_db();
+
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, sizeof b, 0), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_checkpoint(db), 0); /* now the bytes live in the base file */
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 1000), 0);
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 3 * BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, sizeof r, 0, &got), 0);
+		cr_assert_eq(got, sizeof r);
+		for (size_t i = 0; i < sizeof r; i++)
+			cr_assert_eq(r[i], i < 1000 ? 'q' : 0, "round %d byte %zu", round, i);
+		if (round == 0) { /* recovery applies the truncation */
+			alex_close(db);
+			db = open_db();
+		} else if (round == 1) {
+			cr_assert_eq(alex_checkpoint(db), 0);
+		}
+	}
+	alex_close(db);
+}
+
+Test(engine, automatic_checkpoint_at_threshold)
+{
+	uint8_t b[BLK];
+	struct alex_stats st;
+	alex_db *db = open_db();
+
+	for (uint32_t t = 1; t <= 600; t++) {
+		fill_block(b, t, t % 50);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)(t % 50) * BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+	}
+	alex_stats(db, &st);
+	cr_expect_geq(st.checkpoints, 1);
+	cr_expect_lt(st.log_used, cfg.checkpoint_bytes);
+	alex_close(db);
+	db = open_db();
+	for (uint32_t k = 0; k < 50; k++) {
+		uint8_t r[BLK];
+		size_t got;
+		uint32_t last = 600 - ((600 - k) % 50); /* the last t with t % 50 == k */
+		fill_block(b, last, k);
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, (uint64_t)k * BLK, &got), 0);
+		cr_assert_arr_eq(r, b, BLK, "block %u", k);
+	}
+	alex_close(db);
+}
+
+Test(engine, bad_config_and_bad_logs_are_refused)
+{
+	alex_db *db;
+	struct alex_config bad = cfg;
+
+	bad.memory_bytes = 1;
+	cr_expect_eq(alex_open(DB, &bad, &io, &db), ALEX_EINVAL);
+	bad = cfg;
+	bad.prealloc_bytes = 1000;
+	cr_expect_eq(alex_open(DB, &bad, &io, &db), ALEX_EINVAL);
+
+	static uint8_t junk[3 * BLK];
+	memset(junk, 0x5a, sizeof junk);
+	alex_mem_set(mem, LOG, junk, sizeof junk);
+	cr_expect_eq(alex_open(DB, &cfg, &io, &db), ALEX_ECORRUPT);
+	cr_expect_str_eq(alex_strerror(ALEX_ECORRUPT), "log header damaged or not an ALEX log");
+	cr_expect_str_eq(alex_strerror(ENOSPC), "No space left on device");
+}
+
+Test(engine, header_slots_survive_a_torn_header)
+{
+	uint8_t b[BLK];
+	alex_db *db = open_db();
+
+	fill_block(b, 1, 0);
+	alex_write(db, ALEX_FILE_DB, b, BLK, 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_checkpoint(db), 0); /* epoch 2: slot 0 */
+	fill_block(b, 2, 0);
+	alex_write(db, ALEX_FILE_DB, b, BLK, 0);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_close(db);
+	/* damage the newest slot: the first record of epoch 2 names it */
+	size_t len;
+	uint8_t *log = (uint8_t *)alex_mem_get(mem, LOG, &len);
+	log[20] ^= 1;
+	db = open_db();
+	uint8_t r[BLK];
+	size_t got;
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_expect_eq(st.header_repaired, 1);
+	cr_expect_eq(st.recovered_commits, 1);
+	fill_block(b, 2, 0);
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, 0, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
+	alex_close(db);
+	/* the slot was written again: a second open needs no repair */
+	db = open_db();
+	alex_stats(db, &st);
+	cr_expect_eq(st.header_repaired, 0);
+	cr_expect_eq(st.recovered_commits, 1);
+	alex_close(db);
+}

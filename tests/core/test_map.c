@@ -1,0 +1,60 @@
+/* The block map against a plain array, under random puts, deletes and
+ * truncations. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+#include "map.h"
+
+#define NB 3000
+
+Test(map, random_ops_match_reference)
+{
+	struct alex_map m;
+	static int64_t ref[3][NB]; /* -1 absent, else off */
+	uint64_t s = 42;
+
+	cr_assert_eq(alex_map_init(&m, 4), 0);
+	for (int f = 0; f < 3; f++)
+		for (int b = 0; b < NB; b++)
+			ref[f][b] = -1;
+	for (int i = 0; i < 200000; i++) {
+		unsigned f = rnd(&s) % 3, b = rnd(&s) % NB, op = rnd(&s) % 100;
+		if (op < 60) {
+			struct alex_loc l = { (uint64_t)i, 1, 2, 0 };
+			cr_assert_eq(alex_map_put(&m, alex_key(f, b), &l), 0);
+			ref[f][b] = i;
+		} else if (op < 95) {
+			int had = alex_map_del(&m, alex_key(f, b));
+			cr_assert_eq(had, ref[f][b] >= 0);
+			ref[f][b] = -1;
+		} else if (op < 96) {
+			alex_map_trunc(&m, f, b);
+			for (int k = b; k < NB; k++)
+				ref[f][k] = -1;
+		}
+	}
+	size_t n = 0;
+	for (unsigned f = 0; f < 3; f++)
+		for (unsigned b = 0; b < NB; b++) {
+			struct alex_loc *l = alex_map_get(&m, alex_key(f, b));
+			if (ref[f][b] < 0) {
+				cr_assert_null(l, "file %u block %u", f, b);
+			} else {
+				cr_assert_not_null(l, "file %u block %u", f, b);
+				cr_assert_eq(l->off, (uint64_t)ref[f][b]);
+				n++;
+			}
+		}
+	cr_expect_eq(m.n, n);
+	alex_map_free(&m);
+}
+
+Test(map, keys_order_by_file_then_block)
+{
+	cr_expect_lt(alex_key(0, 999999), alex_key(1, 0));
+	cr_expect_lt(alex_key(1, 5), alex_key(1, 6));
+	cr_expect_eq(alex_key_file(alex_key(2, 77)), 2u);
+	cr_expect_eq(alex_key_block(alex_key(2, 77)), 77u);
+	cr_expect_neq(alex_key(0, 0), 0u);
+}
