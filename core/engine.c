@@ -77,6 +77,7 @@ static void free_db(alex_db *db)
 	free(db->rec);
 	free(db->scratch);
 	free(db->order);
+	alex_codec_free(db);
 	free(db);
 }
 

@@ -71,7 +71,8 @@ struct alex_db {
 	uint64_t unsynced_bytes;
 	uint64_t unsynced_since_ns;
 
-	/* compression heuristic */
+	/* compression */
+	union LZ4_stream_u *lz4;  /* reused state: no 16 KiB reset per block */
 	unsigned lz4_misses, lz4_skip;
 
 	struct alex_stats st;
@@ -92,6 +93,7 @@ uint64_t alex_col_bytes(const struct alex_collect *c);
 /* codec.c: lz4 per block.  Returns the stored length (< 4096 when it
  * compressed) with the stored bytes in out; sets *lz4. */
 uint32_t alex_codec_pack(struct alex_db *db, const uint8_t *blk, uint8_t *out, int *lz4);
+void alex_codec_free(struct alex_db *db);
 int alex_codec_unpack(const uint8_t *in, uint32_t len, uint32_t flags, uint8_t *blk);
 
 /* log.c */

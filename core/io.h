@@ -62,6 +62,10 @@ alex_mem *alex_mem_new(void);
 void alex_mem_free(alex_mem *m);
 struct alex_io alex_mem_io(alex_mem *m);
 
+/* Stops keeping undo records, for benchmarks: alex_mem_crash then sees
+ * every write as synced. */
+void alex_mem_untracked(alex_mem *m);
+
 /* Counts mutating operations (write, sync, alloc, trunc), from 1. */
 uint64_t alex_mem_ops(const alex_mem *m);
 

@@ -36,6 +36,7 @@ struct alex_mem {
 	uint64_t fail_index;
 	unsigned fail_mask;
 	int fail_err;
+	int untracked; /* no undo records: faster, but no crash images */
 	void (*hook)(void *, uint64_t, enum alex_mem_op, int);
 	void *hook_arg;
 };
@@ -118,6 +119,9 @@ static void set_size(struct mfile *f, uint64_t size)
 static int push_undo(alex_mem *m, struct mfile *f, uint64_t off, uint64_t len, int is_write)
 {
 	struct undo u = { ++m->seq, off, 0, len, NULL, f->size, is_write };
+
+	if (m->untracked)
+		return 0;
 
 	if (f->nundo == f->capundo) {
 		size_t n = f->capundo ? 2 * f->capundo : 16;
@@ -334,6 +338,11 @@ struct alex_io alex_mem_io(alex_mem *m)
 {
 	struct alex_io io = { &mem_ops, m };
 	return io;
+}
+
+void alex_mem_untracked(alex_mem *m)
+{
+	m->untracked = 1;
 }
 
 uint64_t alex_mem_ops(const alex_mem *m)
