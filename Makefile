@@ -53,9 +53,11 @@ check-asan: deps
 
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-std=gnu11 -D_GNU_SOURCE -Icore $(WARN)
-fuzz: $(B)/fuzz-recover
+fuzz: $(B)/fuzz-recover $(B)/fuzz-mkseed
 $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_recover.c $(CORE_SRC) -o $@ $(LZ4)
+$(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
 demo: deps
 	$(MAKE) all

@@ -90,6 +90,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg,
  * transaction; they are durable only after alex_commit.  Writes of any size
  * and alignment are correct; a part of a block is merged with the current
  * content.  Writing past the end extends the file (holes read as zeros).
+ * A file cannot grow past 2^48 bytes (EFBIG), SQLite's own limit.
  */
 int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len,
 	       uint64_t off);

@@ -390,8 +390,10 @@ int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint6
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (!valid_file(f) || off + len < off || (off + len) >> ALEX_BLOCK_SHIFT >= (1ull << 52))
+	if (!valid_file(f))
 		return ALEX_EINVAL;
+	if (off + len < off || off + len > ALEX_MAX_FILE)
+		return EFBIG;
 	while (done < len) {
 		uint64_t pos = off + done, blk = pos >> ALEX_BLOCK_SHIFT;
 		size_t in = (size_t)(pos & (ALEX_BLOCK - 1));
@@ -416,8 +418,10 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (!valid_file(f) || size >> ALEX_BLOCK_SHIFT >= (1ull << 52))
+	if (!valid_file(f))
 		return ALEX_EINVAL;
+	if (size > ALEX_MAX_FILE)
+		return EFBIG;
 	if (size < db->size[f]) {
 		uint64_t first = (size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
 		alex_col_trunc(&db->col, f, first);

@@ -38,6 +38,7 @@
  *    48   4  prev_crc   hdr_crc of the previous record (the salt for the first)
  *    52   4  table_crc  crc32c of the block table
  *    56  24  size[3]    logical size of db, journal, wal after this record
+ *                       (each at most 2^48)
  *    80  24  trunc[3]   lowest size each file had during this record's writes,
  *                       or all-ones: bytes at or past it no longer come from
  *                       older records or the base file
@@ -45,7 +46,7 @@
  *   108   4  hdr_crc    crc32c of bytes 0..107
  *
  * Block table, nblocks entries of 20 bytes, sorted by (file, block):
- *     0   8  block      logical byte offset / 4096
+ *     0   8  block      logical byte offset / 4096, below 2^36
  *     8   1  file       0 db, 1 journal, 2 wal
  *     9   1  flags      bit 0 LZ4: stored bytes are an LZ4 block of 4096 bytes
  *    10   2  reserved   0
@@ -84,6 +85,8 @@
 #define ALEX_REC_COMMIT 1u
 #define ALEX_BLK_LZ4 1u
 #define ALEX_NO_TRUNC UINT64_MAX
+/* No logical file may be larger (SQLite's own limit is just below it). */
+#define ALEX_MAX_FILE (1ull << 48)
 /* No record may exceed this; a header that claims more is invalid. */
 #define ALEX_REC_MAX (64u << 20)
 #define ALEX_REC_MAX_BLOCKS ((ALEX_REC_MAX - ALEX_REC_FIXED) / (ALEX_REC_ENTRY + 1u))

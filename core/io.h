@@ -62,6 +62,10 @@ alex_mem *alex_mem_new(void);
 void alex_mem_free(alex_mem *m);
 struct alex_io alex_mem_io(alex_mem *m);
 
+/* Files larger than this fail with EFBIG (ENOSPC for fallocate); the
+ * default is 1 GiB. */
+void alex_mem_limit(alex_mem *m, uint64_t bytes);
+
 /* Stops keeping undo records, for benchmarks: alex_mem_crash then sees
  * every write as synced. */
 void alex_mem_untracked(alex_mem *m);

@@ -37,13 +37,23 @@ struct alex_mem {
 	unsigned fail_mask;
 	int fail_err;
 	int untracked; /* no undo records: faster, but no crash images */
+	uint64_t limit; /* largest file size; past it EFBIG, like a filesystem */
 	void (*hook)(void *, uint64_t, enum alex_mem_op, int);
 	void *hook_arg;
 };
 
 alex_mem *alex_mem_new(void)
 {
-	return calloc(1, sizeof(alex_mem));
+	alex_mem *m = calloc(1, sizeof(alex_mem));
+
+	if (m)
+		m->limit = 1ull << 30;
+	return m;
+}
+
+void alex_mem_limit(alex_mem *m, uint64_t bytes)
+{
+	m->limit = bytes;
 }
 
 static void undo_clear(struct mfile *f)
@@ -215,6 +225,8 @@ static int mem_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off
 	if ((err = count_op(m, ALEX_MEM_WRITE)))
 		return err;
 	struct mfile *f = &m->files[fd];
+	if (off + n > m->limit)
+		return EFBIG;
 	if ((err = reserve(f, off + n)) || (err = push_undo(m, f, off, n, 1)))
 		return err;
 	memcpy(f->data + off, buf, n);
@@ -247,6 +259,8 @@ static int mem_resize(alex_mem *m, int fd, uint64_t size, enum alex_mem_op kind)
 	if ((err = count_op(m, kind)))
 		return err;
 	struct mfile *f = &m->files[fd];
+	if (size > m->limit)
+		return kind == ALEX_MEM_ALLOC ? ENOSPC : EFBIG;
 	if ((err = reserve(f, size)))
 		return err;
 	if (size < f->size)

@@ -116,6 +116,10 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 	 * not damage: its crc is fine, it just is not the next record. */
 	if (r->epoch != epoch || r->lsn != lsn || r->prev_crc != prev_crc)
 		return ALEX_STOP_STALE;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		if (r->size[f] > ALEX_MAX_FILE ||
+		    (r->trunc[f] != ALEX_NO_TRUNC && r->trunc[f] > ALEX_MAX_FILE))
+			return ALEX_STOP_BAD_HEADER;
 	if (r->nblocks > ALEX_REC_MAX_BLOCKS ||
 	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks ||
 	    r->rec_len % ALEX_BLOCK != 0 || r->rec_len > ALEX_REC_MAX ||
@@ -139,7 +143,7 @@ int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 		if (e.file >= ALEX_NFILES || (e.flags & ~ALEX_BLK_LZ4) != 0 ||
 		    e.stored_len == 0 || e.stored_len > ALEX_BLOCK ||
 		    (!(e.flags & ALEX_BLK_LZ4) && e.stored_len != ALEX_BLOCK) ||
-		    e.block > (UINT64_MAX >> ALEX_BLOCK_SHIFT) ||
+		    e.block >= (ALEX_MAX_FILE >> ALEX_BLOCK_SHIFT) ||
 		    tab[(size_t)i * ALEX_REC_ENTRY + 10] || tab[(size_t)i * ALEX_REC_ENTRY + 11])
 			return ALEX_STOP_BAD_TABLE;
 		if (pos + e.stored_len > r->rec_len)
