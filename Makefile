@@ -3,7 +3,8 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror
-CFLAGS  += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Icore
+# what the code needs, kept apart so `make CFLAGS=...` cannot drop it
+ALEX_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE -Icore
 PREFIX  ?= /usr/local
 DESTDIR ?=
 B       ?= build
@@ -19,7 +20,7 @@ MANS     = $(wildcard man/*.[1-9])
 all: $(B)/libalex_core.a $(B)/alex-microbench
 
 $(B)/core/%.o: core/%.c core/*.h | $(B)/core
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALEX_CFLAGS) -c $< -o $@
 
 $(B)/core $(B)/tests:
 	mkdir -p $@
@@ -28,10 +29,10 @@ $(B)/libalex_core.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
-	$(CC) $(CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
 $(B)/test-core: $(TEST_SRC) tests/core/*.h $(B)/libalex_core.a | $(B)/tests
-	$(CC) $(CFLAGS) -Itests/core $(TEST_SRC) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
+	$(CC) $(ALEX_CFLAGS) -Itests/core $(TEST_SRC) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
 
 deps:
 	@tools/ensure-deps
@@ -57,7 +58,7 @@ fuzz: $(B)/fuzz-recover $(B)/fuzz-mkseed
 $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_recover.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
-	$(CC) $(CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
 demo: deps
 	$(MAKE) all

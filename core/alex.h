@@ -147,7 +147,10 @@ struct alex_stats {
 	uint64_t syncs;            /* fdatasync calls on the log */
 	uint64_t checkpoints, checkpoint_blocks, checkpoint_failures;
 	uint64_t log_used;         /* bytes of records in the current epoch */
-	uint64_t mem_bytes;        /* memory held by buffers, pools and maps */
+	uint64_t mem_buffers;      /* collector slabs, index and record buffer:
+				      bounded by memory_bytes */
+	uint64_t mem_maps;         /* block maps: grow with the log, which
+				      checkpoint_bytes bounds */
 	/* recovery at open */
 	uint64_t recovered_records, recovered_commits, dropped_records;
 	uint64_t stop_offset;

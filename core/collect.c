@@ -53,8 +53,10 @@ int64_t alex_col_add(struct alex_collect *c, uint64_t key)
 	if (slot >= c->max)
 		return -1;
 	if (slot / ALEX_SLAB_SLOTS >= c->nslabs) {
-		/* one allocation per 64 blocks, kept until close */
-		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)ALEX_SLAB_SLOTS * ALEX_BLOCK);
+		/* one allocation per 64 blocks (fewer for the last slab of a small
+		 * budget), kept until close */
+		uint32_t n = c->max - slot < ALEX_SLAB_SLOTS ? c->max - slot : ALEX_SLAB_SLOTS;
+		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)n * ALEX_BLOCK);
 		if (!s)
 			return -1;
 		c->slabs[c->nslabs++] = s;
@@ -87,6 +89,9 @@ void alex_col_clear(struct alex_collect *c)
 
 uint64_t alex_col_bytes(const struct alex_collect *c)
 {
-	return (uint64_t)c->nslabs * ALEX_SLAB_SLOTS * ALEX_BLOCK + alex_map_bytes(&c->index) +
+	uint64_t slots = (uint64_t)c->nslabs * ALEX_SLAB_SLOTS;
+	if (slots > c->max)
+		slots = c->max;
+	return slots * ALEX_BLOCK + alex_map_bytes(&c->index) +
 	       (uint64_t)c->max * sizeof *c->slot_key;
 }

@@ -19,7 +19,7 @@
 #define MAX_MEMORY (1024u << 20)
 /* what one collector slot costs: the slot, its share of the record buffer
  * (packed payload, worst case raw), its table entry, index and order */
-#define SLOT_COST (2u * ALEX_BLOCK + 64u)
+#define SLOT_COST (2u * ALEX_BLOCK + 128u)
 
 static const char *const file_suffix[ALEX_NFILES] = { "", "-journal", "-wal" };
 
@@ -129,7 +129,8 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		free_db(db);
 		return ALEX_EINVAL;
 	}
-	uint64_t slots = db->cfg.memory_bytes / SLOT_COST;
+	/* two scratch blocks and the record's rounding come off the top */
+	uint64_t slots = (db->cfg.memory_bytes - 3 * ALEX_BLOCK) / SLOT_COST;
 	uint64_t rec_slots = (ALEX_REC_MAX - 2 * ALEX_BLOCK) / (ALEX_BLOCK + ALEX_REC_ENTRY);
 	if (slots > rec_slots)
 		slots = rec_slots;
@@ -238,9 +239,14 @@ static int reserve_rec(alex_db *db, size_t need)
 {
 	if (need <= db->rec_cap)
 		return 0;
+	/* double, but never past the largest record the collector can make */
+	size_t most = (size_t)alex_roundup_block(ALEX_REC_FIXED +
+						  (uint64_t)db->col.max * (ALEX_REC_ENTRY + ALEX_BLOCK));
 	size_t cap = db->rec_cap ? db->rec_cap : 4 * ALEX_BLOCK;
 	while (cap < need)
 		cap *= 2;
+	if (cap > most && need <= most)
+		cap = most;
 	uint8_t *r = aligned_alloc(ALEX_BLOCK, cap);
 	if (!r)
 		return ALEX_ENOMEM;
@@ -570,7 +576,7 @@ void alex_stats(const alex_db *db, struct alex_stats *st)
 {
 	*st = db->st;
 	st->log_used = db->append_off - ALEX_LOG_DATA;
-	st->mem_bytes = alex_col_bytes(&db->col) + db->rec_cap + 2 * ALEX_BLOCK +
-			alex_map_bytes(&db->map) + alex_map_bytes(&db->pending) +
-			(uint64_t)db->col.max * sizeof *db->order;
+	st->mem_buffers = alex_col_bytes(&db->col) + db->rec_cap + 2 * ALEX_BLOCK +
+			  (uint64_t)db->col.max * sizeof *db->order;
+	st->mem_maps = alex_map_bytes(&db->map) + alex_map_bytes(&db->pending);
 }

@@ -417,7 +417,8 @@ alex_mem *alex_mem_crash(const alex_mem *m, enum alex_crash how, uint64_t seed)
 			c->files[j].name = NULL;
 		}
 		struct mfile *d = &c->files[j];
-		memcpy(d->data, s->data, s->size);
+		if (s->size)
+			memcpy(d->data, s->data, s->size);
 		d->size = s->size;
 		if (how == ALEX_CRASH_LOSE) {
 			for (size_t k = s->nundo; k-- > 0;) {
@@ -464,7 +465,8 @@ int alex_mem_set(alex_mem *m, const char *path, const void *data, size_t len)
 		return ENOMEM;
 	undo_clear(f);
 	set_size(f, 0);
-	memcpy(f->data, data, len);
+	if (len)
+		memcpy(f->data, data, len);
 	f->size = len;
 	return 0;
 }

@@ -355,3 +355,25 @@ Test(engine, header_slots_survive_a_torn_header)
 	cr_expect_eq(st.recovered_commits, 1);
 	alex_close(db);
 }
+
+Test(engine, buffers_stay_within_the_memory_budget)
+{
+	uint8_t b[BLK];
+	struct alex_stats st;
+
+	cfg.memory_bytes = 256u << 10;
+	cfg.checkpoint_bytes = 64u << 20;
+	alex_db *db = open_db();
+	for (uint32_t i = 0; i < 2560; i++) { /* a 10 MiB transaction */
+		fill_block(b, 1, i);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
+		alex_stats(db, &st);
+		cr_assert_leq(st.mem_buffers, cfg.memory_bytes, "after block %u: %lu bytes", i,
+			      (unsigned long)st.mem_buffers);
+	}
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_expect_leq(st.mem_buffers, cfg.memory_bytes);
+	cr_expect_gt(st.spills, 50);
+	alex_close(db);
+}
