@@ -41,10 +41,10 @@ deps:
 FUZZ_SECONDS ?= 60
 check: deps
 	$(MAKE) all $(B)/test-core
-	$(B)/test-core --jobs=2
 	@if command -v clang >/dev/null 2>&1; then \
 		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS); \
 	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
+	$(B)/test-core --jobs=2
 
 check-asan: deps
 	$(MAKE) B=build-asan CC=clang \

@@ -65,10 +65,13 @@ struct alex_config {
 	unsigned sync_ms;                 /* NORMAL: longest a commit stays unsynced */
 	uint64_t extent_bytes;            /* NORMAL: sync once this much is unsynced */
 	int checkpoint_on_close;          /* checkpoint in alex_close (default 1) */
+	int protect_base;                 /* mark the database file while the log
+					     holds newer pages, so SQLite without
+					     ALEX refuses it (default 1) */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 8 MiB, 64 MiB, 100 ms,
- * 1 MiB, checkpoint on close. */
+ * 1 MiB, checkpoint on close, protect the base file. */
 void alex_config_default(struct alex_config *cfg);
 
 struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */

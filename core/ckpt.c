@@ -41,7 +41,8 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 
 	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
-	if (!n && db->csize[f] == phys && db->climit[f] >= phys)
+	int marked = f == ALEX_FILE_DB && db->base_marked;
+	if (!n && db->csize[f] == phys && db->climit[f] >= phys && !marked)
 		return 0; /* untouched since the last checkpoint */
 	if ((err = base_file(db, f, &phys)))
 		return err;
@@ -66,6 +67,16 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 		db->st.checkpoint_blocks += run;
 		i += run;
 	}
+	if (marked && db->base_marked == 1 && (!n || alex_key_block(keys[0]) != 0)) {
+		/* block 0 was not rewritten: take the mark off byte 19 */
+		uint8_t h[20];
+		size_t got;
+		if ((err = o->pread(db->io.ctx, db->base_fd[f], h, sizeof h, 0, &got)))
+			return err;
+		alex_protect_unmask(h, got);
+		if (got == sizeof h && (err = o->pwrite(db->io.ctx, db->base_fd[f], h + 19, 1, 19)))
+			return err;
+	}
 	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
 	if (phys != db->csize[f] && (err = o->ftruncate(db->io.ctx, db->base_fd[f], db->csize[f])))
@@ -87,8 +98,8 @@ int alex_ckpt_run(alex_db *db)
 	for (int f = 0; f < ALEX_NFILES; f++)
 		if (db->trunc[f] != ALEX_NO_TRUNC)
 			return ALEX_EBUSY;
-	if (db->append_off == ALEX_LOG_DATA)
-		return 0; /* nothing logged in this epoch */
+	if (db->append_off == ALEX_LOG_DATA && !db->base_marked)
+		return 0; /* nothing logged in this epoch, nothing to unmark */
 	keys = malloc((db->map.n ? db->map.n : 1) * sizeof *keys);
 	buf = aligned_alloc(ALEX_BLOCK, (size_t)RUN_BLOCKS * ALEX_BLOCK);
 	if (!keys || !buf) {
@@ -114,6 +125,8 @@ int alex_ckpt_run(alex_db *db)
 		goto out;
 	}
 	alex_map_clear(&db->map);
+	db->epoch_commits = 0;
+	db->base_marked = 0;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->limit[f] = db->climit[f] = db->csize[f] < db->size[f] ? db->csize[f] : db->size[f];
 	db->unsynced_commit = db->unsynced_spill = 0;

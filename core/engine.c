@@ -34,6 +34,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->sync_ms = 100;
 	cfg->extent_bytes = 1u << 20;
 	cfg->checkpoint_on_close = 1;
+	cfg->protect_base = 1;
 }
 
 static int config_ok(const struct alex_config *c)
@@ -97,6 +98,8 @@ static int open_bases(alex_db *db)
 			if ((err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
 				return err;
 			if ((err = o->size(db->io.ctx, db->base_fd[f], &size)))
+				return err;
+			if (f == ALEX_FILE_DB && (err = alex_protect_probe(db, &size)))
 				return err;
 		}
 		db->size[f] = db->csize[f] = size;
@@ -177,6 +180,8 @@ static int load_block(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 		uint64_t want = db->limit[f] - off < ALEX_BLOCK ? db->limit[f] - off : ALEX_BLOCK;
 		if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[f], out, want, off, &got)))
 			return err;
+		if (f == ALEX_FILE_DB && blk == 0)
+			alex_protect_unmask(out, got);
 	}
 	memset(out + got, 0, ALEX_BLOCK - got);
 	return 0;
@@ -346,6 +351,28 @@ static int publish(alex_db *db, struct alex_map *target, uint64_t rec_off, uint3
 	return err;
 }
 
+static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **out);
+
+/*
+ * Before the first commit record of an epoch: it must carry block 0 (the
+ * true page 1) and the base file must be marked, durably, before the log
+ * holds any committed page the base does not (protect.c).  Spill records
+ * before it are invisible until it is written.
+ */
+static int first_commit(alex_db *db)
+{
+	uint8_t *slot;
+	int err;
+
+	if (db->epoch_commits || !db->cfg.protect_base)
+		return 0;
+	if (db->size[ALEX_FILE_DB] &&
+	    alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0)) < 0 &&
+	    (err = slot_for(db, ALEX_FILE_DB, 0, 0, &slot)))
+		return err;
+	return alex_protect_mark(db);
+}
+
 /* Writes the open transaction's collected blocks as a spill record. */
 static int spill(alex_db *db)
 {
@@ -483,7 +510,8 @@ int alex_commit(alex_db *db)
 		return ALEX_EFAILED;
 	if (!txn_open(db))
 		return 0;
-	if ((err = stage(db, ALEX_REC_COMMIT, &len, &n)) || (err = alex_log_append(db, len, &off)))
+	if ((err = first_commit(db)) || (err = stage(db, ALEX_REC_COMMIT, &len, &n)) ||
+	    (err = alex_log_append(db, len, &off)))
 		return err;
 	if (db->cfg.sync == ALEX_SYNC_FULL && (err = sync_log(db))) {
 		/* The record may or may not be on disk.  Nothing moved yet, so a
@@ -510,6 +538,7 @@ int alex_commit(alex_db *db)
 		db->climit[f] = db->limit[f];
 	}
 	db->txn++;
+	db->epoch_commits++;
 	db->st.commits++;
 	if (db->cfg.sync == ALEX_SYNC_NORMAL) {
 		uint64_t now = alex_now_ns();

@@ -46,8 +46,10 @@ struct alex_db {
 	uint32_t prev_crc_staged; /* hdr_crc of the record being written */
 	uint32_t nonce;
 	uint64_t txn;         /* id of the open transaction */
+	uint64_t epoch_commits; /* commit records in the current epoch */
 	int failed;           /* an unrecoverable I/O error happened */
 	int slot_damaged;     /* one header slot failed its checks */
+	int base_marked;      /* protect.c: 1 byte 19 marked, 2 placeholder */
 
 	/* logical files: view (incl. the open transaction) and committed */
 	uint64_t size[ALEX_NFILES], csize[ALEX_NFILES];
@@ -109,6 +111,15 @@ uint32_t alex_random32(void);
 
 /* recover.c */
 int alex_recover(struct alex_db *db);
+
+/* protect.c: the base file's mark while the log holds newer pages */
+#define ALEX_MARK 0xa1u
+/* Reads the base's header at open; a placeholder makes *size 0. */
+int alex_protect_probe(struct alex_db *db, uint64_t *size);
+/* Marks the base (and syncs) unless it is marked already. */
+int alex_protect_mark(struct alex_db *db);
+/* Restores byte 19 in a block 0 read from the base file. */
+void alex_protect_unmask(uint8_t *blk0, size_t len);
 
 /* ckpt.c */
 int alex_ckpt_run(struct alex_db *db);

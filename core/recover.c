@@ -194,6 +194,7 @@ int alex_recover(alex_db *db)
 			for (int f = 0; f < ALEX_NFILES; f++)
 				db->csize[f] = r.size[f];
 			db->st.recovered_commits++;
+			db->epoch_commits++;
 			db->append_off = off;
 			db->next_lsn = lsn;
 			db->prev_crc = prev;
