@@ -13,17 +13,27 @@ LZ4     ?= -llz4
 CORE_SRC = $(wildcard core/*.c)
 CORE_OBJ = $(CORE_SRC:core/%.c=$(B)/core/%.o)
 TEST_SRC = $(wildcard tests/core/*.c)
+PRE_SRC  = $(wildcard preload/*.c)
+PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
 .PHONY: all check check-asan fuzz demo bench-core deps install clean
 
-all: $(B)/libalex_core.a $(B)/alex-microbench
+all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex-microbench
 
 $(B)/core/%.o: core/%.c core/*.h | $(B)/core
 	$(CC) $(ALEX_CFLAGS) -c $< -o $@
 
-$(B)/core $(B)/tests:
+$(B)/preload/%.o: preload/%.c preload/*.h core/alex.h | $(B)/preload
+	$(CC) $(ALEX_CFLAGS) -Ipreload -c $< -o $@
+
+$(B)/core $(B)/tests $(B)/preload:
 	mkdir -p $@
+
+# the interposer: core linked in, only the hooked libc names exported
+$(B)/libalex.so: $(PRE_OBJ) $(B)/libalex_core.a preload/libalex.map
+	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
+		$(PRE_OBJ) $(B)/libalex_core.a $(LZ4) -ldl -lpthread
 
 $(B)/libalex_core.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^

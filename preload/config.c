@@ -1,0 +1,160 @@
+/* config.c - ALEX_* environment variables (man/libalex.7). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct alex_pconfig alex_cfg;
+
+void alex_log(enum alex_loglevel level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	if (level > alex_cfg.loglevel)
+		return;
+	n = snprintf(buf, sizeof buf, "libalex: ");
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	/* straight to the kernel: write() would be our own wrapper */
+	syscall(SYS_write, 2, buf, (size_t)n);
+}
+
+static int bad(const char *var, const char *val, const char *accepted)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof buf, "libalex: %s=%s is invalid (accepted: %s); "
+			 "database files will not be opened\n", var, val, accepted);
+	syscall(SYS_write, 2, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+	alex_cfg.bad = 1;
+	return -1;
+}
+
+static int choice(const char *var, const char *const *names, int n, int *out)
+{
+	const char *v = getenv(var);
+	char accepted[256] = "";
+
+	if (!v)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+		snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), "%s%s",
+			 i ? ", " : "", names[i]);
+	}
+	return bad(var, v, accepted);
+}
+
+/* A whole number in [lo, hi] (no sign, no suffix, no trailing junk). */
+static int number(const char *var, unsigned long long lo, unsigned long long hi,
+		  unsigned long long *out)
+{
+	const char *v = getenv(var);
+	char accepted[128], *end;
+
+	if (!v)
+		return 0;
+	snprintf(accepted, sizeof accepted, "a whole number from %llu to %llu", lo, hi);
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (!*v || *v == '-' || *v == '+' || *end || errno || x < lo || x > hi)
+		return bad(var, v, accepted);
+	*out = x;
+	return 0;
+}
+
+static int patterns(void)
+{
+	const char *v = getenv("ALEX_MATCH");
+	const char *def = "*.db,*.sqlite,*.sqlite3";
+	const char *p = v ? v : def;
+
+	alex_cfg.npatterns = 0;
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 0 || len >= sizeof alex_cfg.patterns[0] ||
+		    alex_cfg.npatterns == ALEX_MAX_PATTERNS || memchr(p, '/', len))
+			return bad("ALEX_MATCH", v, "up to 16 comma-separated file name globs, "
+					       "no '/', each under 128 bytes");
+		memcpy(alex_cfg.patterns[alex_cfg.npatterns], p, len);
+		alex_cfg.patterns[alex_cfg.npatterns++][len] = 0;
+		p += len + (comma ? 1 : 0);
+		if (comma && !*p)
+			return bad("ALEX_MATCH", v, "no empty pattern");
+	}
+	if (!alex_cfg.npatterns)
+		return bad("ALEX_MATCH", v ? v : "", "at least one glob");
+	return 0;
+}
+
+int alex_config_load(void)
+{
+	static const char *const modes[] = { "alex", "off" };
+	static const char *const syncs[] = { "full", "normal", "off" };
+	static const char *const comps[] = { "auto", "lz4", "off" };
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	struct alex_config *e = &alex_cfg.engine;
+	unsigned long long x;
+	int v;
+
+	alex_config_default(e);
+	alex_cfg.loglevel = ALEX_LOG_WARN;
+	alex_cfg.bad = 0;
+	v = ALEX_LOG_WARN;
+	choice("ALEX_LOG", levels, 4, &v);
+	alex_cfg.loglevel = (enum alex_loglevel)v;
+	v = 0;
+	choice("ALEX_MODE", modes, 2, &v);
+	alex_cfg.mode = (enum alex_mode)v;
+	v = 0;
+	if (!choice("ALEX_SYNC", syncs, 3, &v))
+		e->sync = (enum alex_sync)v;
+	v = 0;
+	if (!choice("ALEX_COMPRESS", comps, 3, &v))
+		e->compress = (enum alex_compress)v;
+	x = e->sync_ms;
+	if (!number("ALEX_SYNC_MS", 1, 60000, &x))
+		e->sync_ms = (unsigned)x;
+	x = e->extent_bytes >> 10;
+	if (!number("ALEX_EXTENT_KB", 4, 1048576, &x))
+		e->extent_bytes = x << 10;
+	x = e->memory_bytes >> 10;
+	if (!number("ALEX_MEMORY_KB", 64, 1048576, &x))
+		e->memory_bytes = x << 10;
+	x = e->checkpoint_bytes >> 20;
+	if (!number("ALEX_CHECKPOINT_MB", 1, 65536, &x))
+		e->checkpoint_bytes = x << 20;
+	x = e->prealloc_bytes >> 20;
+	if (!number("ALEX_PREALLOC_MB", 1, 1024, &x))
+		e->prealloc_bytes = x << 20;
+	patterns();
+	const char *s = getenv("ALEX_STATS");
+	alex_cfg.stats_path[0] = 0;
+	if (s) {
+		if (!*s || strlen(s) >= sizeof alex_cfg.stats_path)
+			bad("ALEX_STATS", s, "a file path");
+		else
+			strcpy(alex_cfg.stats_path, s);
+	}
+	/* Settings of features this build does not have: refusing is the only
+	 * honest answer (an ignored key file would mean unencrypted data). */
+	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT", "ALEX_TRACE" };
+	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+		if (getenv(unsupported[i]))
+			bad(unsupported[i], getenv(unsupported[i]), "unset: not supported by this build");
+	return alex_cfg.bad ? -1 : 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * config.h - libalex.so's settings, read once from ALEX_* environment
+ * variables (man/libalex.7).  A bad value is reported once, on stderr, and
+ * leaves the library refusing every tracked file (fail closed): nothing is
+ * written in a mode the user did not ask for.
+ */
+#ifndef ALEX_PRELOAD_CONFIG_H
+#define ALEX_PRELOAD_CONFIG_H
+
+#include "alex.h"
+
+enum alex_mode { ALEX_MODE_ON = 0, ALEX_MODE_OFF = 1 };
+enum alex_loglevel { ALEX_LOG_ERROR = 0, ALEX_LOG_WARN, ALEX_LOG_INFO, ALEX_LOG_DEBUG };
+
+#define ALEX_MAX_PATTERNS 16
+
+struct alex_pconfig {
+	enum alex_mode mode;
+	struct alex_config engine;
+	char patterns[ALEX_MAX_PATTERNS][128];
+	int npatterns;
+	char stats_path[4096];
+	enum alex_loglevel loglevel;
+	int bad; /* a value was invalid: refuse tracked files with EINVAL */
+};
+
+extern struct alex_pconfig alex_cfg;
+
+/* Parses the environment into alex_cfg.  Returns 0, or -1 after printing
+ * one line per bad variable. */
+int alex_config_load(void);
+
+/* Logs one line "libalex: ..." to stderr at or above the configured level. */
+void alex_log(enum alex_loglevel level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

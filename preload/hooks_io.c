@@ -1,0 +1,371 @@
+/*
+ * hooks_io.c - reads, writes, seeks, syncs, truncation and mapping of a
+ * tracked database: served by the engine, under the database's lock.
+ * SQLite's fsync/fdatasync of the database file is the commit boundary.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "hooks.h"
+#include "real.h"
+#include "state.h"
+
+/* the engine for o, or NULL when o is not a database served by it */
+static inline struct ofd *dbo(int fd)
+{
+	struct ofd *o = alex_fd_get(fd);
+	return o && o->role == ROLE_DB ? o : NULL;
+}
+
+static ssize_t ret(int rc, ssize_t n)
+{
+	if (rc) {
+		errno = alex_errno_of(rc);
+		return -1;
+	}
+	return n;
+}
+
+static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
+{
+	size_t got = 0;
+
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&o->db->mu);
+	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
+	pthread_mutex_unlock(&o->db->mu);
+	return ret(rc, (ssize_t)got);
+}
+
+static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
+{
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&o->db->mu);
+	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
+	pthread_mutex_unlock(&o->db->mu);
+	return ret(rc, (ssize_t)n);
+}
+
+ALEX_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_pread(o, buf, n, off) : REAL(pread)(fd, buf, n, off);
+}
+ALEX_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_pread(o, buf, n, off) : REAL(pread64)(fd, buf, n, off);
+}
+ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_pwrite(o, buf, n, off) : REAL(pwrite)(fd, buf, n, off);
+}
+ALEX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_pwrite(o, buf, n, off) : REAL(pwrite64)(fd, buf, n, off);
+}
+
+/* read/write at the description's offset */
+static ssize_t db_rw(struct ofd *o, void *buf, size_t n, int writing)
+{
+	size_t got = 0;
+	int rc;
+
+	pthread_mutex_lock(&o->db->mu);
+	if (writing) {
+		if (o->append)
+			alex_size(o->db->eng, ALEX_FILE_DB, &o->pos);
+		rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, o->pos);
+		got = n;
+	} else {
+		rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, o->pos, &got);
+	}
+	if (!rc)
+		o->pos += got;
+	pthread_mutex_unlock(&o->db->mu);
+	return ret(rc, (ssize_t)got);
+}
+
+ALEX_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_rw(o, buf, n, 0) : REAL(read)(fd, buf, n);
+}
+ALEX_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_rw(o, (void *)buf, n, 1) : REAL(write)(fd, buf, n);
+}
+
+/* Vectored I/O: one engine call per buffer, all under one lock hold.
+ * off < 0 means "at the description's offset". */
+static ssize_t db_vec(struct ofd *o, const struct iovec *iov, int cnt, int64_t off, int writing)
+{
+	uint64_t pos;
+	ssize_t total = 0;
+	int rc = 0;
+
+	if (cnt < 0 || cnt > IOV_MAX || off < -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&o->db->mu);
+	if (off >= 0)
+		pos = (uint64_t)off;
+	else if (writing && o->append)
+		alex_size(o->db->eng, ALEX_FILE_DB, &pos);
+	else
+		pos = o->pos;
+	for (int i = 0; i < cnt && !rc; i++) {
+		size_t got = iov[i].iov_len;
+		if (writing)
+			rc = alex_write(o->db->eng, ALEX_FILE_DB, iov[i].iov_base, got, pos);
+		else
+			rc = alex_read(o->db->eng, ALEX_FILE_DB, iov[i].iov_base, got, pos, &got);
+		if (rc)
+			break;
+		pos += got;
+		total += (ssize_t)got;
+		if (!writing && got < iov[i].iov_len)
+			break; /* end of file */
+	}
+	if (off < 0 && !rc)
+		o->pos = pos;
+	pthread_mutex_unlock(&o->db->mu);
+	return ret(rc, total);
+}
+
+ALEX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, -1, 0) : REAL(readv)(fd, iov, cnt);
+}
+ALEX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, -1, 1) : REAL(writev)(fd, iov, cnt);
+}
+ALEX_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 0) : REAL(preadv)(fd, iov, cnt, off);
+}
+ALEX_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 1) : REAL(pwritev)(fd, iov, cnt, off);
+}
+ALEX_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 0) : REAL(preadv64)(fd, iov, cnt, off);
+}
+ALEX_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 1) : REAL(pwritev64)(fd, iov, cnt, off);
+}
+ALEX_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 0)
+		 : REAL(preadv2)(fd, iov, cnt, off, flags);
+}
+ALEX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 1)
+		 : REAL(pwritev2)(fd, iov, cnt, off, flags);
+}
+
+static off64_t db_seek(struct ofd *o, off64_t off, int whence)
+{
+	uint64_t size;
+	int64_t base;
+
+	pthread_mutex_lock(&o->db->mu);
+	alex_size(o->db->eng, ALEX_FILE_DB, &size);
+	switch (whence) {
+	case SEEK_SET: base = 0; break;
+	case SEEK_CUR: base = (int64_t)o->pos; break;
+	case SEEK_END: base = (int64_t)size; break;
+	case SEEK_DATA: base = 0; if (off >= (off64_t)size) goto nxio; break;
+	case SEEK_HOLE: base = 0; if (off >= (off64_t)size) goto nxio; off = (off64_t)size; break;
+	default: pthread_mutex_unlock(&o->db->mu); errno = EINVAL; return -1;
+	}
+	if (base + off < 0) {
+		pthread_mutex_unlock(&o->db->mu);
+		errno = EINVAL;
+		return -1;
+	}
+	o->pos = (uint64_t)(base + off);
+	pthread_mutex_unlock(&o->db->mu);
+	return (off64_t)o->pos;
+nxio:
+	pthread_mutex_unlock(&o->db->mu);
+	errno = ENXIO;
+	return -1;
+}
+
+ALEX_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_seek(o, off, whence) : REAL(lseek)(fd, off, whence);
+}
+ALEX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_seek(o, off, whence) : REAL(lseek64)(fd, off, whence);
+}
+
+/* ---- syncs: the commit boundary ---------------------------------------- */
+
+static int db_commit(struct ofd *o)
+{
+	pthread_mutex_lock(&o->db->mu);
+	int rc = alex_commit(o->db->eng);
+	pthread_mutex_unlock(&o->db->mu);
+	return (int)ret(rc, 0);
+}
+
+int alex_commit_fd(int fd)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_commit(o) : 0;
+}
+
+static int sync_common(int fd, int (*real)(int))
+{
+	struct ofd *o = alex_fd_get(fd);
+
+	if (o)
+		return o->role == ROLE_DB ? db_commit(o) : 0; /* in-memory journal */
+	if (__atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE) &&
+	    alex_pdb_take_dirsync(fd))
+		return 0; /* SQLite's directory sync for a journal that lives in memory */
+	return real(fd);
+}
+
+ALEX_EXPORT int fsync(int fd)
+{
+	return sync_common(fd, REAL(fsync));
+}
+ALEX_EXPORT int fdatasync(int fd)
+{
+	return sync_common(fd, REAL(fdatasync));
+}
+ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
+{
+	/* the base file is not where a tracked file's data goes */
+	if (alex_fd_get(fd))
+		return 0;
+	return REAL(sync_file_range)(fd, off, n, flags);
+}
+
+/* ---- size changes -------------------------------------------------------- */
+
+static int db_truncate(struct ofd *o, int64_t size)
+{
+	if (size < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&o->db->mu);
+	int rc = alex_truncate(o->db->eng, ALEX_FILE_DB, (uint64_t)size);
+	pthread_mutex_unlock(&o->db->mu);
+	return (int)ret(rc, 0);
+}
+
+int alex_truncate_db(struct pdb *db, int64_t size)
+{
+	struct ofd o = { .db = db, .role = ROLE_DB };
+	return db_truncate(&o, size);
+}
+
+ALEX_EXPORT int ftruncate(int fd, off_t size)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_truncate(o, size) : REAL(ftruncate)(fd, size);
+}
+ALEX_EXPORT int ftruncate64(int fd, off64_t size)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_truncate(o, size) : REAL(ftruncate64)(fd, size);
+}
+
+/* Returns 0 or an errno (posix_fallocate's convention). */
+static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
+{
+	uint64_t size;
+
+	if (off < 0 || len <= 0)
+		return EINVAL;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return EOPNOTSUPP; /* punching holes in a logical file: not supported */
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		return 0;
+	pthread_mutex_lock(&o->db->mu);
+	alex_size(o->db->eng, ALEX_FILE_DB, &size);
+	int rc = (uint64_t)(off + len) > size
+			 ? alex_truncate(o->db->eng, ALEX_FILE_DB, (uint64_t)(off + len))
+			 : 0;
+	pthread_mutex_unlock(&o->db->mu);
+	return rc ? alex_errno_of(rc) : 0;
+}
+
+ALEX_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	struct ofd *o = dbo(fd);
+	if (!o)
+		return REAL(fallocate)(fd, mode, off, len);
+	int err = db_allocate(o, mode, off, len);
+	return err ? (errno = err, -1) : 0;
+}
+ALEX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
+{
+	struct ofd *o = dbo(fd);
+	if (!o)
+		return REAL(fallocate64)(fd, mode, off, len);
+	int err = db_allocate(o, mode, off, len);
+	return err ? (errno = err, -1) : 0;
+}
+ALEX_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_allocate(o, 0, off, len) : REAL(posix_fallocate)(fd, off, len);
+}
+ALEX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
+{
+	struct ofd *o = dbo(fd);
+	return o ? db_allocate(o, 0, off, len) : REAL(posix_fallocate64)(fd, off, len);
+}
+
+/* ---- mmap: the base file is not the database, so no mapping of it --------- */
+
+ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
+		/* SQLite then falls back to read() for good (unixRemapfile) */
+		errno = ENODEV;
+		return MAP_FAILED;
+	}
+	return REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
+		errno = ENODEV;
+		return MAP_FAILED;
+	}
+	return REAL(mmap64)(addr, len, prot, flags, fd, off);
+}

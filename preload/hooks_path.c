@@ -1,0 +1,191 @@
+/*
+ * hooks_path.c - calls by name: an in-memory journal exists, can be
+ * truncated and is deleted by name; a database's log follows the database
+ * when it is deleted or renamed, so that no later file of that name ever
+ * inherits it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "real.h"
+#include "state.h"
+
+int alex_truncate_db(struct pdb *db, int64_t size);
+
+/* The pdb whose in-memory journal path names, locked, or NULL. */
+static struct pdb *mem_journal(int dirfd, const char *path)
+{
+	char dbpath[PATH_MAX], abs[PATH_MAX];
+
+	if (!alex_active() || !path || alex_match(path, dbpath, sizeof dbpath) != ROLE_JOURNAL ||
+	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0)
+		return NULL;
+	struct pdb *db = alex_pdb_find(abs);
+	if (!db)
+		return NULL;
+	pthread_mutex_lock(&db->mu);
+	if (db->jmem >= 0)
+		return db;
+	pthread_mutex_unlock(&db->mu);
+	alex_pdb_put(db);
+	return NULL;
+}
+
+static void done(struct pdb *db)
+{
+	pthread_mutex_unlock(&db->mu);
+	alex_pdb_put(db);
+}
+
+static int is_db_path(const char *path)
+{
+	return alex_active() && path && alex_match(path, NULL, 0) == ROLE_DB;
+}
+
+/* After a database at path was deleted: delete its log too. */
+static void drop_log(int dirfd, const char *path)
+{
+	char log[PATH_MAX];
+	int saved = errno;
+
+	if (snprintf(log, sizeof log, "%s-alex", path) < (int)sizeof log)
+		REAL(unlinkat)(dirfd, log, 0);
+	errno = saved;
+}
+
+static int do_unlinkat(int dirfd, const char *path, int flags, int rc_if_real)
+{
+	(void)rc_if_real;
+	struct pdb *db = mem_journal(dirfd, path);
+	if (db) {
+		REAL(close)(db->jmem);
+		db->jmem = -1;
+		done(db);
+		return 0;
+	}
+	int r = REAL(unlinkat)(dirfd, path, flags);
+	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
+		drop_log(dirfd, path);
+	return r;
+}
+
+ALEX_EXPORT int unlink(const char *path)
+{
+	struct pdb *db = mem_journal(AT_FDCWD, path);
+	if (db) {
+		REAL(close)(db->jmem);
+		db->jmem = -1;
+		done(db);
+		return 0;
+	}
+	int r = REAL(unlink)(path);
+	if (r == 0 && is_db_path(path))
+		drop_log(AT_FDCWD, path);
+	return r;
+}
+
+ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	return do_unlinkat(dirfd, path, flags, 0);
+}
+
+static void move_log(int olddir, const char *from, int newdir, const char *to)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	int saved = errno;
+
+	if (snprintf(a, sizeof a, "%s-alex", from) < (int)sizeof a &&
+	    snprintf(b, sizeof b, "%s-alex", to) < (int)sizeof b) {
+		if (REAL(renameat)(olddir, a, newdir, b) != 0 && errno == ENOENT)
+			REAL(unlinkat)(newdir, b, 0); /* no log: the target's old one must go */
+	}
+	errno = saved;
+}
+
+ALEX_EXPORT int rename(const char *from, const char *to)
+{
+	int r = REAL(rename)(from, to);
+	if (r == 0 && (is_db_path(from) || is_db_path(to)))
+		move_log(AT_FDCWD, from, AT_FDCWD, to);
+	return r;
+}
+
+ALEX_EXPORT int renameat(int od, const char *from, int nd, const char *to)
+{
+	int r = REAL(renameat)(od, from, nd, to);
+	if (r == 0 && (is_db_path(from) || is_db_path(to)))
+		move_log(od, from, nd, to);
+	return r;
+}
+
+ALEX_EXPORT int renameat2(int od, const char *from, int nd, const char *to, unsigned int flags)
+{
+	int r = REAL(renameat2)(od, from, nd, to, flags);
+	if (r == 0 && !(flags & RENAME_EXCHANGE) && (is_db_path(from) || is_db_path(to)))
+		move_log(od, from, nd, to);
+	return r;
+}
+
+ALEX_EXPORT int access(const char *path, int mode)
+{
+	struct pdb *db = mem_journal(AT_FDCWD, path);
+	if (db) {
+		done(db);
+		return 0;
+	}
+	return REAL(access)(path, mode);
+}
+
+ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	struct pdb *db = mem_journal(dirfd, path);
+	if (db) {
+		done(db);
+		return 0;
+	}
+	return REAL(faccessat)(dirfd, path, mode, flags);
+}
+
+static int do_truncate(const char *path, int64_t size, int (*real)(const char *, off64_t))
+{
+	struct pdb *db = mem_journal(AT_FDCWD, path);
+	if (db) {
+		int r = REAL(ftruncate)(db->jmem, size);
+		int saved = errno;
+		done(db);
+		errno = saved;
+		return r;
+	}
+	if (is_db_path(path)) {
+		char abs[PATH_MAX];
+		if (alex_abs_path(AT_FDCWD, path, abs, sizeof abs) == 0 && (db = alex_pdb_find(abs))) {
+			int r = alex_truncate_db(db, size);
+			int saved = errno;
+			alex_pdb_put(db);
+			errno = saved;
+			return r;
+		}
+	}
+	return real(path, size);
+}
+
+static int pass_truncate32(const char *p, off64_t s)
+{
+	return REAL(truncate)(p, (off_t)s);
+}
+static int pass_truncate64(const char *p, off64_t s)
+{
+	return REAL(truncate64)(p, s);
+}
+
+ALEX_EXPORT int truncate(const char *path, off_t size)
+{
+	return do_truncate(path, size, pass_truncate32);
+}
+ALEX_EXPORT int truncate64(const char *path, off64_t size)
+{
+	return do_truncate(path, size, pass_truncate64);
+}

@@ -1,0 +1,181 @@
+/*
+ * hooks_stat.c - the stat family reports a tracked database's logical size
+ * (pages may exist only in the log) and an in-memory journal as a file.
+ * One fix-up per operation; every glibc name, old and new, forwards to the
+ * real function of its own name first, so nested calls inside glibc are not
+ * counted twice.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "hooks.h"
+#include "real.h"
+#include "state.h"
+
+static void set_size(struct stat64 *st, struct pdb *db)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&db->mu);
+	alex_size(db->eng, ALEX_FILE_DB, &size);
+	pthread_mutex_unlock(&db->mu);
+	st->st_size = (off64_t)size;
+	st->st_blocks = (blkcnt64_t)((size + 511) / 512);
+}
+
+/* After a successful fstat of fd. */
+static void fix_fd(int fd, struct stat64 *st)
+{
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DB)
+		set_size(st, o->db);
+}
+
+/*
+ * After a stat by path (rc is the real call's result).  A database path is
+ * found by the inode the real call saw; an in-memory journal by its name.
+ */
+static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
+{
+	char dbpath[PATH_MAX], abs[PATH_MAX];
+	int saved = errno;
+
+	if (!alex_active() || !path)
+		return rc;
+	enum alex_role role = alex_match(path, dbpath, sizeof dbpath);
+	if (role == ROLE_DB && rc == 0 && S_ISREG(st->st_mode)) {
+		if (alex_abs_path(dirfd, path, abs, sizeof abs) == 0) {
+			struct pdb *db = alex_pdb_find(abs);
+			if (db && db->dev == st->st_dev && db->ino == st->st_ino)
+				set_size(st, db);
+			alex_pdb_put(db);
+		}
+	} else if (role == ROLE_JOURNAL && rc != 0 && errno == ENOENT) {
+		if (alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0) {
+			struct pdb *db = alex_pdb_find(abs);
+			if (db) {
+				pthread_mutex_lock(&db->mu);
+				if (db->jmem >= 0 && REAL(fstat64)(db->jmem, st) == 0)
+					rc = 0, saved = errno;
+				pthread_mutex_unlock(&db->mu);
+				alex_pdb_put(db);
+			}
+		}
+	}
+	errno = saved;
+	return rc;
+}
+
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout expected");
+#define S64(p) ((struct stat64 *)(void *)(p))
+
+ALEX_EXPORT int fstat(int fd, struct stat *st)
+{
+	int r = REAL(fstat)(fd, st);
+	if (r == 0)
+		fix_fd(fd, S64(st));
+	return r;
+}
+ALEX_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	int r = REAL(fstat64)(fd, st);
+	if (r == 0)
+		fix_fd(fd, st);
+	return r;
+}
+ALEX_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	int r = REAL(__fxstat)(ver, fd, st);
+	if (r == 0)
+		fix_fd(fd, S64(st));
+	return r;
+}
+ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+	int r = REAL(__fxstat64)(ver, fd, st);
+	if (r == 0)
+		fix_fd(fd, st);
+	return r;
+}
+
+ALEX_EXPORT int stat(const char *path, struct stat *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(stat)(path, st), S64(st));
+}
+ALEX_EXPORT int stat64(const char *path, struct stat64 *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(stat64)(path, st), st);
+}
+ALEX_EXPORT int lstat(const char *path, struct stat *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(lstat)(path, st), S64(st));
+}
+ALEX_EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(lstat64)(path, st), st);
+}
+ALEX_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(__xstat)(ver, path, st), S64(st));
+}
+ALEX_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(__xstat64)(ver, path, st), st);
+}
+ALEX_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(__lxstat)(ver, path, st), S64(st));
+}
+ALEX_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	return fix_path(AT_FDCWD, path, REAL(__lxstat64)(ver, path, st), st);
+}
+
+static int fix_at(int dirfd, const char *path, int flags, int rc, struct stat64 *st)
+{
+	if (path && !*path && (flags & AT_EMPTY_PATH)) {
+		if (rc == 0)
+			fix_fd(dirfd, st);
+		return rc;
+	}
+	return fix_path(dirfd, path, rc, st);
+}
+
+ALEX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	return fix_at(dirfd, path, flags, REAL(fstatat)(dirfd, path, st, flags), S64(st));
+}
+ALEX_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	return fix_at(dirfd, path, flags, REAL(fstatat64)(dirfd, path, st, flags), st);
+}
+ALEX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	return fix_at(dirfd, path, flags, REAL(__fxstatat)(ver, dirfd, path, st, flags), S64(st));
+}
+ALEX_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	return fix_at(dirfd, path, flags, REAL(__fxstatat64)(ver, dirfd, path, st, flags), st);
+}
+
+ALEX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
+		      struct statx *stx)
+{
+	int r = REAL(statx)(dirfd, path, flags, mask, stx);
+	struct stat64 st;
+
+	if (r != 0 || !alex_active())
+		return r;
+	memset(&st, 0, sizeof st);
+	st.st_dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+	st.st_ino = stx->stx_ino;
+	st.st_mode = stx->stx_mode;
+	st.st_size = (off64_t)stx->stx_size;
+	st.st_blocks = (blkcnt64_t)stx->stx_blocks;
+	fix_at(dirfd, path, flags, 0, &st);
+	stx->stx_size = (uint64_t)st.st_size;
+	stx->stx_blocks = (uint64_t)st.st_blocks;
+	return r;
+}

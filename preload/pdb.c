@@ -1,0 +1,212 @@
+/*
+ * pdb.c - one engine per database file per process, found by device and
+ * inode so that every name of the file (relative, "..", symlink, hard link)
+ * shares it.  The engine's own descriptor on the database stays open as
+ * long as SQLite has one: closing any descriptor of a file drops all of the
+ * process's POSIX locks on it, SQLite's included.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "real.h"
+#include "state.h"
+
+static pthread_mutex_t reg = PTHREAD_MUTEX_INITIALIZER;
+static struct pdb *head;
+int alex_pdb_dirsync_pending;
+
+int alex_errno_of(int rc)
+{
+	if (rc > 0)
+		return rc;
+	switch (rc) {
+	case ALEX_ENOMEM: return ENOMEM;
+	case ALEX_EINVAL: return EINVAL;
+	case ALEX_EBUSY: return EBUSY;
+	default: return EIO; /* corrupt log, bad block, failed engine */
+	}
+}
+
+static struct pdb *lookup(dev_t dev, ino_t ino)
+{
+	for (struct pdb *p = head; p; p = p->next)
+		if (p->dev == dev && p->ino == ino)
+			return p;
+	return NULL;
+}
+
+static void dir_identity(struct pdb *p)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	const char *slash = strrchr(p->path, '/');
+	size_t n = slash == p->path ? 1 : (size_t)(slash - p->path);
+
+	memcpy(dir, p->path, n);
+	dir[n] = 0;
+	if (REAL(stat)(dir, &st) == 0) {
+		p->dir_dev = st.st_dev;
+		p->dir_ino = st.st_ino;
+	}
+}
+
+int alex_pdb_get(int fd, const char *path, struct pdb **out)
+{
+	struct stat st;
+	char canon[PATH_MAX];
+	int err = 0;
+
+	if (REAL(fstat)(fd, &st) != 0)
+		return errno;
+	if (!S_ISREG(st.st_mode))
+		return ENOTSUP; /* a device or fifo named *.db: not ours */
+	pthread_mutex_lock(&reg);
+	struct pdb *p = lookup(st.st_dev, st.st_ino);
+	if (p) {
+		p->refs++;
+		goto out;
+	}
+	if (!realpath(path, canon)) {
+		err = errno;
+		goto out;
+	}
+	p = calloc(1, sizeof *p);
+	if (!p || !(p->path = strdup(canon))) {
+		free(p);
+		p = NULL;
+		err = ENOMEM;
+		goto out;
+	}
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	p->jmem = -1;
+	p->refs = 1;
+	pthread_mutex_init(&p->mu, NULL);
+	int rc = alex_open(canon, &alex_cfg.engine, NULL, &p->eng);
+	if (rc) {
+		alex_log(ALEX_LOG_ERROR, "%s: %s", canon, alex_strerror(rc));
+		err = alex_errno_of(rc);
+		free(p->path);
+		free(p);
+		p = NULL;
+		goto out;
+	}
+	struct alex_stats s;
+	alex_stats(p->eng, &s);
+	if (s.recovered_records || s.stop_reason > ALEX_STOP_STALE)
+		alex_log(s.stop_reason > ALEX_STOP_STALE ? ALEX_LOG_WARN : ALEX_LOG_INFO,
+			 "%s-alex: recovered %llu commits; log ends at byte %llu (%s), "
+			 "%llu records dropped", canon, (unsigned long long)s.recovered_commits,
+			 (unsigned long long)s.stop_offset, alex_stop_name(s.stop_reason),
+			 (unsigned long long)s.dropped_records);
+	dir_identity(p);
+	p->next = head;
+	head = p;
+out:
+	pthread_mutex_unlock(&reg);
+	*out = p;
+	return err;
+}
+
+struct pdb *alex_pdb_find(const char *path)
+{
+	struct stat st;
+
+	if (!head || REAL(stat)(path, &st) != 0)
+		return NULL;
+	pthread_mutex_lock(&reg);
+	struct pdb *p = lookup(st.st_dev, st.st_ino);
+	if (p)
+		p->refs++;
+	pthread_mutex_unlock(&reg);
+	return p;
+}
+
+void alex_pdb_put(struct pdb *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&reg);
+	if (--p->refs > 0) {
+		pthread_mutex_unlock(&reg);
+		return;
+	}
+	for (struct pdb **pp = &head; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&reg);
+	/* The last descriptor is gone.  What SQLite wrote without a sync of
+	 * its own (synchronous=OFF) is still a finished transaction to it. */
+	int rc = alex_commit(p->eng);
+	if (rc)
+		alex_log(ALEX_LOG_ERROR, "%s: final commit: %s", p->path, alex_strerror(rc));
+	rc = alex_close(p->eng);
+	if (rc)
+		alex_log(ALEX_LOG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
+			 p->path, alex_strerror(rc));
+	if (p->jmem >= 0)
+		REAL(close)(p->jmem);
+	pthread_mutex_destroy(&p->mu);
+	free(p->path);
+	free(p);
+}
+
+int alex_pdb_take_dirsync(int fd)
+{
+	struct stat st;
+	int hit = 0;
+
+	if (REAL(fstat)(fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	pthread_mutex_lock(&reg);
+	int pending = 0;
+	for (struct pdb *p = head; p; p = p->next) {
+		if (p->skip_dirsync && p->dir_dev == st.st_dev && p->dir_ino == st.st_ino) {
+			p->skip_dirsync = 0;
+			hit = 1;
+		}
+		pending |= p->skip_dirsync;
+	}
+	__atomic_store_n(&alex_pdb_dirsync_pending, pending, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg);
+	return hit;
+}
+
+void alex_pdb_cancel_dirsync(void)
+{
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p; p = p->next)
+		p->skip_dirsync = 0;
+	__atomic_store_n(&alex_pdb_dirsync_pending, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg);
+}
+
+/*
+ * fork(): the child gets a copy of every engine.  The locks are taken around
+ * the fork so the copies are consistent.
+ */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p; p = p->next)
+		pthread_mutex_lock(&p->mu);
+}
+
+static void after_fork(void)
+{
+	for (struct pdb *p = head; p; p = p->next)
+		pthread_mutex_unlock(&p->mu);
+	pthread_mutex_unlock(&reg);
+}
+
+void alex_pdb_atfork(void)
+{
+	pthread_atfork(before_fork, after_fork, after_fork);
+}

@@ -1,0 +1,76 @@
+/*
+ * state.h - what libalex.so knows about the files it tracks.
+ *
+ * A database file (one device and inode) has one struct pdb per process:
+ * its engine, the lock that serialises calls into it, and its rollback
+ * journal when that lives in memory.  An open file description of a tracked
+ * file (shared by dup'd descriptors, like the kernel's) is a struct ofd; the
+ * fd table maps descriptors to them.  Untracked descriptors map to NULL,
+ * and that one load is all an untracked call pays.
+ */
+#ifndef ALEX_PRELOAD_STATE_H
+#define ALEX_PRELOAD_STATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "alex.h"
+
+enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL };
+
+struct pdb {
+	dev_t dev;
+	ino_t ino;
+	char *path;          /* canonical path of the database */
+	alex_db *eng;
+	pthread_mutex_t mu;  /* serialises engine calls */
+	int refs;            /* ofds and lookups holding it; registry lock */
+	int jmem;            /* our memfd holding the in-memory journal, or -1 */
+	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
+	ino_t dir_ino;
+	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
+	struct pdb *next;
+};
+
+struct ofd {
+	struct pdb *db;
+	enum alex_role role; /* ROLE_DB: served by the engine; ROLE_JOURNAL: a
+				memfd, only its syncs are ours */
+	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
+	int append;
+	int refs;            /* descriptors pointing here (atomic) */
+};
+
+/* fdtable.c */
+int alex_fd_init(void);
+struct ofd *alex_fd_get(int fd);
+/* Points fd at o (taking a reference); EMFILE if fd is beyond the table. */
+int alex_fd_set(int fd, struct ofd *o);
+/* Forgets fd; returns its ofd (whose reference the caller now owns). */
+struct ofd *alex_fd_take(int fd);
+void alex_ofd_put(struct ofd *o);
+struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role);
+
+/* pdb.c */
+/* The pdb for the database open on fd (SQLite's descriptor), made and its
+ * engine opened on first use.  0 or an errno; *out holds a reference. */
+int alex_pdb_get(int fd, const char *path, struct pdb **out);
+/* The pdb of an open database at path, or NULL (with a reference). */
+struct pdb *alex_pdb_find(const char *path);
+void alex_pdb_put(struct pdb *db);
+/* Any pdb waiting to drop SQLite's directory sync? (cheap, no lock) */
+extern int alex_pdb_dirsync_pending;
+/* Is fd a directory holding a database whose journal is in memory? */
+int alex_pdb_take_dirsync(int fd);
+void alex_pdb_atfork(void);
+
+/* match.c */
+/* Classifies a path by name.  For a journal or WAL, db receives the
+ * database's path (dbcap bytes). */
+enum alex_role alex_match(const char *path, char *db, size_t dbcap);
+
+/* Engine result -> errno for the caller. */
+int alex_errno_of(int rc);
+
+#endif
