@@ -19,7 +19,13 @@ MANS     = $(wildcard man/*.[1-9])
 
 .PHONY: all check check-asan fuzz demo bench-core deps install clean
 
-all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex-microbench
+all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench
+
+$(B)/alex: tools/alex.c $(B)/libalex_core.a
+	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+
+$(B)/alex-run: tools/alex-run | $(B)/core
+	cp $< $@
 
 $(B)/core/%.o: core/%.c core/*.h | $(B)/core
 	$(CC) $(ALEX_CFLAGS) -c $< -o $@
@@ -75,10 +81,11 @@ demo: deps
 	$(B)/alex-microbench
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib/alex $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(B)/libalex_core.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(B)/libalex.so $(DESTDIR)$(PREFIX)/lib/alex/
 	install -m 644 core/alex.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/alex-microbench $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(B)/alex $(B)/alex-run $(B)/alex-microbench $(DESTDIR)$(PREFIX)/bin/
 	for m in $(MANS); do s=$${m##*.}; \
 		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done

@@ -36,7 +36,8 @@ enum {
 	ALEX_EFAILED = -1004,  /* an earlier I/O failure left the log unusable */
 	ALEX_EINVAL = -1005,   /* an argument or configuration value is invalid */
 	ALEX_ENOMEM = -1006,   /* the memory budget or the allocator ran out */
-	ALEX_EBADBLOCK = -1007 /* a block read from the log failed its checksum */
+	ALEX_EBADBLOCK = -1007, /* a block read from the log failed its checksum */
+	ALEX_EINUSE = -1008    /* another engine holds the log (exclusive open) */
 };
 
 /* The logical files of one database. */
@@ -65,6 +66,8 @@ struct alex_config {
 	unsigned sync_ms;                 /* NORMAL: longest a commit stays unsynced */
 	uint64_t extent_bytes;            /* NORMAL: sync once this much is unsynced */
 	int checkpoint_on_close;          /* checkpoint in alex_close (default 1) */
+	int exclusive;                    /* hold the log alone (tools); otherwise
+					     shared with other engines (default 0) */
 	int protect_base;                 /* mark the database file while the log
 					     holds newer pages, so SQLite without
 					     ALEX refuses it (default 1) */
@@ -82,7 +85,9 @@ typedef struct alex_db alex_db;
  * Opens the engine for the database at db_path, creating the database file
  * and the log "<db_path>-alex" if they do not exist, and recovering the log if
  * it does: the block map is rebuilt from every committed record up to the
- * first invalid one.  cfg may be NULL for the defaults; io may be NULL for the
+ * first invalid one.  The log is locked for as long as the engine is open:
+ * shared, or with cfg->exclusive alone (ALEX_EINUSE if another engine has
+ * it); a shared open waits up to two seconds for an exclusive holder.  cfg may be NULL for the defaults; io may be NULL for the
  * POSIX backend.  What recovery found is in alex_stats().
  */
 int alex_open(const char *db_path, const struct alex_config *cfg,

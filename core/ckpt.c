@@ -41,11 +41,18 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 
 	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
-	int marked = f == ALEX_FILE_DB && db->base_marked;
+	int marked = f == ALEX_FILE_DB && db->base_marked, remark = 0;
 	if (!n && db->csize[f] == phys && db->climit[f] >= phys && !marked)
 		return 0; /* untouched since the last checkpoint */
 	if ((err = base_file(db, f, &phys)))
 		return err;
+	if (f == ALEX_FILE_DB && !db->base_dir_synced) {
+		/* after this checkpoint the base file alone holds the data: its
+		 * name must be durable (SQLite does not sync it at creation) */
+		if ((err = o->sync_dir(db->io.ctx, db->path[f])))
+			return err;
+		db->base_dir_synced = 1;
+	}
 	if (db->climit[f] < phys) {
 		/* bytes past the limit were truncated away: make them zeros */
 		if ((err = o->ftruncate(db->io.ctx, db->base_fd[f], db->climit[f])))
@@ -61,14 +68,22 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 				return err;
 			run++;
 		}
+		/* Block 0 goes down still marked; the mark comes off only after
+		 * every block is synced, so that a crash in between never shows
+		 * SQLite without ALEX a half-copied database. */
+		if (f == ALEX_FILE_DB && first == 0 && db->cfg.protect_base &&
+		    alex_protect_apply(buf, ALEX_BLOCK))
+			remark = 1;
 		if ((err = o->pwrite(db->io.ctx, db->base_fd[f], buf, run * ALEX_BLOCK,
 				     first << ALEX_BLOCK_SHIFT)))
 			return err;
 		db->st.checkpoint_blocks += run;
 		i += run;
 	}
-	if (marked && db->base_marked == 1 && (!n || alex_key_block(keys[0]) != 0)) {
-		/* block 0 was not rewritten: take the mark off byte 19 */
+	if ((marked && db->base_marked == 1 && (!n || alex_key_block(keys[0]) != 0)) || remark) {
+		/* take the mark off byte 19, after the rest is durable */
+		if (remark && (err = o->fdatasync(db->io.ctx, db->base_fd[f])))
+			return err;
 		uint8_t h[20];
 		size_t got;
 		if ((err = o->pread(db->io.ctx, db->base_fd[f], h, sizeof h, 0, &got)))
@@ -95,9 +110,8 @@ int alex_ckpt_run(alex_db *db)
 		return ALEX_EFAILED;
 	if (db->pending.n)
 		return ALEX_EBUSY;
-	for (int f = 0; f < ALEX_NFILES; f++)
-		if (db->trunc[f] != ALEX_NO_TRUNC)
-			return ALEX_EBUSY;
+	if (db->txn_truncated)
+		return ALEX_EBUSY;
 	if (db->append_off == ALEX_LOG_DATA && !db->base_marked)
 		return 0; /* nothing logged in this epoch, nothing to unmark */
 	keys = malloc((db->map.n ? db->map.n : 1) * sizeof *keys);

@@ -154,6 +154,10 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->size[f] = db->csize[f];
 		db->limit[f] = db->climit[f];
 	}
+	/* a crash inside a checkpoint can leave the base unmarked while the
+	 * log still holds newer pages */
+	if (db->epoch_commits && (err = alex_protect_mark(db)))
+		goto fail;
 	*out = db;
 	return 0;
 fail:
@@ -402,8 +406,16 @@ static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **
 		*out = alex_col_slot(&db->col, (uint32_t)slot);
 		return 0;
 	}
-	if (db->col.used >= db->col.max && (err = spill(db)))
-		return err;
+	if (db->col.used >= db->col.max) {
+		uint32_t live = 0;
+		for (uint32_t i = 0; i < db->col.used; i++)
+			live += db->col.slot_key[i] != 0;
+		/* a truncation dropped every slot: reuse them, write nothing */
+		if (!live)
+			alex_col_clear(&db->col);
+		else if ((err = spill(db)))
+			return err;
+	}
 	if ((slot = alex_col_add(&db->col, key)) < 0)
 		return ALEX_ENOMEM;
 	*out = alex_col_slot(&db->col, (uint32_t)slot);
@@ -457,6 +469,12 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 		return EFBIG;
 	if (size < db->size[f]) {
 		uint64_t first = (size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
+		uint8_t *cut = NULL;
+		/* The cut block's tail must read as zeros if the file grows.
+		 * Its slot comes first: if that fails, nothing has changed. */
+		if ((size & (ALEX_BLOCK - 1)) &&
+		    (err = slot_for(db, f, size >> ALEX_BLOCK_SHIFT, 0, &cut)))
+			return err;
 		alex_col_trunc(&db->col, f, first);
 		alex_map_trunc(&db->pending, f, first);
 		alex_map_trunc(&db->map, f, first);
@@ -465,13 +483,10 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 		if (size < db->trunc[f])
 			db->trunc[f] = size;
 		db->size[f] = size;
-		if (size & (ALEX_BLOCK - 1)) {
-			/* the cut block's tail must read as zeros if the file grows */
-			uint8_t *slot;
+		db->txn_truncated = 1;
+		if (cut) {
 			size_t in = (size_t)(size & (ALEX_BLOCK - 1));
-			if ((err = slot_for(db, f, size >> ALEX_BLOCK_SHIFT, 0, &slot)))
-				return err;
-			memset(slot + in, 0, ALEX_BLOCK - in);
+			memset(cut + in, 0, ALEX_BLOCK - in);
 		}
 	}
 	db->size[f] = size;
@@ -480,7 +495,7 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 
 static int txn_open(const alex_db *db)
 {
-	if (db->col.used || db->pending.n)
+	if (db->col.used || db->pending.n || db->txn_truncated)
 		return 1;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		if (db->size[f] != db->csize[f] || db->trunc[f] != ALEX_NO_TRUNC)
@@ -538,6 +553,7 @@ int alex_commit(alex_db *db)
 		db->climit[f] = db->limit[f];
 	}
 	db->txn++;
+	db->txn_truncated = 0;
 	db->epoch_commits++;
 	db->st.commits++;
 	if (db->cfg.sync == ALEX_SYNC_NORMAL) {
@@ -585,10 +601,8 @@ int alex_close(alex_db *db)
 	 * transaction already shaped the in-memory map, so leave the log as
 	 * it is for recovery rather than checkpoint a view that never
 	 * committed. */
-	int trunc_open = 0, done = 0;
-	for (int f = 0; f < ALEX_NFILES; f++)
-		trunc_open |= db->trunc[f] != ALEX_NO_TRUNC;
-	if (db->cfg.checkpoint_on_close && !db->failed && !db->pending.n && !trunc_open) {
+	int done = 0;
+	if (db->cfg.checkpoint_on_close && !db->failed && !db->pending.n && !db->txn_truncated) {
 		err = alex_ckpt_run(db);
 		done = !err;
 	}

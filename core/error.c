@@ -14,6 +14,7 @@ const char *alex_strerror(int code)
 	case ALEX_EINVAL: return "invalid argument or configuration value";
 	case ALEX_ENOMEM: return "out of memory";
 	case ALEX_EBADBLOCK: return "block in the log failed its checksum";
+	case ALEX_EINUSE: return "the database is in use by another process";
 	}
 	/* strerror is not thread-safe for unknown codes only; these are known */
 	return code > 0 ? strerror(code) : "unknown ALEX error";

@@ -50,6 +50,9 @@ struct alex_db {
 	int failed;           /* an unrecoverable I/O error happened */
 	int slot_damaged;     /* one header slot failed its checks */
 	int base_marked;      /* protect.c: 1 byte 19 marked, 2 placeholder */
+	int base_dir_synced;  /* the database's directory entry is durable */
+	int txn_truncated;    /* the open transaction shrank a file: the
+				 committed map already lost blocks to it */
 
 	/* logical files: view (incl. the open transaction) and committed */
 	uint64_t size[ALEX_NFILES], csize[ALEX_NFILES];
@@ -118,6 +121,8 @@ int alex_recover(struct alex_db *db);
 int alex_protect_probe(struct alex_db *db, uint64_t *size);
 /* Marks the base (and syncs) unless it is marked already. */
 int alex_protect_mark(struct alex_db *db);
+/* Marks byte 19 of a block 0 that holds an SQLite header; 1 if it did. */
+int alex_protect_apply(uint8_t *blk0, size_t len);
 /* Restores byte 19 in a block 0 read from the base file. */
 void alex_protect_unmask(uint8_t *blk0, size_t len);
 

@@ -32,6 +32,10 @@ struct alex_io_ops {
 	int (*rename)(void *ctx, const char *from, const char *to);
 	/* makes the directory entry of path durable */
 	int (*sync_dir)(void *ctx, const char *path);
+	/* takes (1 shared, 2 exclusive) or drops (0) a lock on the whole file
+	 * for this descriptor, without waiting: EAGAIN when another holds a
+	 * conflicting one */
+	int (*lock)(void *ctx, int fd, int mode);
 };
 
 struct alex_io {
@@ -86,6 +90,10 @@ void alex_mem_on_op(alex_mem *m, void (*fn)(void *arg, uint64_t op, enum alex_me
  * now.  For ALEX_CRASH_TEAR the last unsynced write is cut at a byte chosen
  * from seed. */
 alex_mem *alex_mem_crash(const alex_mem *m, enum alex_crash how, uint64_t seed);
+
+/* As ALEX_CRASH_TEAR, with the last unsynced write cut after exactly cut
+ * bytes. */
+alex_mem *alex_mem_crash_cut(const alex_mem *m, uint64_t cut);
 
 /* Direct access to a file's current bytes, for tests and fuzzers. */
 int alex_mem_set(alex_mem *m, const char *path, const void *data, size_t len);

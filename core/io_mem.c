@@ -334,6 +334,12 @@ static int mem_sync_dir(void *ctx, const char *path)
 	return 0;
 }
 
+static int mem_lock(void *ctx, int fd, int mode)
+{
+	(void)mode;
+	return valid_fd(ctx, fd) ? 0 : EBADF; /* one process: nothing to exclude */
+}
+
 static const struct alex_io_ops mem_ops = {
 	.open = mem_open,
 	.close = mem_close,
@@ -346,6 +352,7 @@ static const struct alex_io_ops mem_ops = {
 	.exists = mem_exists,
 	.rename = mem_rename,
 	.sync_dir = mem_sync_dir,
+	.lock = mem_lock,
 };
 
 struct alex_io alex_mem_io(alex_mem *m)
@@ -397,7 +404,19 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at);
+
 alex_mem *alex_mem_crash(const alex_mem *m, enum alex_crash how, uint64_t seed)
+{
+	return crash(m, how, seed, -1);
+}
+
+alex_mem *alex_mem_crash_cut(const alex_mem *m, uint64_t cut)
+{
+	return crash(m, ALEX_CRASH_TEAR, 0, (int64_t)cut);
+}
+
+static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at)
 {
 	alex_mem *c = alex_mem_new();
 	struct mfile *torn = NULL;
@@ -444,6 +463,8 @@ alex_mem *alex_mem_crash(const alex_mem *m, enum alex_crash how, uint64_t seed)
 	}
 	if (tu && tu->wlen) {
 		uint64_t s = seed, cut = splitmix(&s) % tu->wlen;
+		if (cut_at >= 0)
+			cut = (uint64_t)cut_at < tu->wlen ? (uint64_t)cut_at : tu->wlen;
 		apply_undo(torn, tu, cut);
 		/* new bytes past the old end of file: the torn part reads as zeros */
 		uint64_t z = cut > tu->len ? cut : tu->len;

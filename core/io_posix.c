@@ -190,6 +190,20 @@ static int px_sync_dir(void *ctx, const char *path)
 	return err;
 }
 
+/* Open file description locks: tied to this descriptor's open file, not to
+ * the process, so no other close() in the process can drop them, and a
+ * forked child shares them. */
+static int px_lock(void *ctx, int fd, int mode)
+{
+	struct flock l = { .l_type = mode == 2 ? F_WRLCK : mode == 1 ? F_RDLCK : F_UNLCK,
+			   .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+
+	(void)ctx;
+	if (syscall(SYS_fcntl, fd, F_OFD_SETLK, &l) == 0)
+		return 0;
+	return errno == EACCES ? EAGAIN : errno;
+}
+
 static const struct alex_io_ops posix_ops = {
 	.open = px_open,
 	.close = px_close,
@@ -202,6 +216,7 @@ static const struct alex_io_ops posix_ops = {
 	.exists = px_exists,
 	.rename = px_rename,
 	.sync_dir = px_sync_dir,
+	.lock = px_lock,
 };
 
 const struct alex_io alex_io_posix = { &posix_ops, NULL };

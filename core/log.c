@@ -67,6 +67,23 @@ static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 	return db->io.ops->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
 }
 
+/* Takes the log's lock: alone for tools, shared for engines (waiting out
+ * a tool for up to two seconds). */
+static int lock_log(struct alex_db *db, int fd)
+{
+	int mode = db->cfg.exclusive ? 2 : 1;
+
+	for (int tries = 0;; tries++) {
+		int err = db->io.ops->lock(db->io.ctx, fd, mode);
+		if (err != EAGAIN)
+			return err;
+		if (mode == 2 || tries == 200)
+			return ALEX_EINUSE;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static int create_log(struct alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
@@ -93,6 +110,7 @@ static int create_log(struct alex_db *db)
 	db->log_fd = fd;
 	db->alloc_end = len;
 	fd = -1;
+	err = lock_log(db, db->log_fd);
 out:
 	if (fd >= 0)
 		o->close(db->io.ctx, fd);
@@ -116,7 +134,7 @@ int alex_log_open(struct alex_db *db)
 	if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
 		return err;
 	db->log_fd = fd;
-	if ((err = o->size(db->io.ctx, fd, &size)))
+	if ((err = lock_log(db, fd)) || (err = o->size(db->io.ctx, fd, &size)))
 		return err;
 	if (size == 0) {
 		/* an empty file (touch, or a copy) holds nothing to lose */

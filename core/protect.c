@@ -24,6 +24,29 @@ static const char placeholder[16] = "ALEX-log-pending";
 
 #define HDR 100u
 
+/*
+ * The placeholder goes into an empty file, so a crash can leave any part of
+ * it: a file of at most its length whose every byte is either the
+ * placeholder's or zero.  (No SQLite database is that short.)
+ */
+static int is_placeholder(const uint8_t *h, size_t got, uint64_t size)
+{
+	if (size > HDR || got != size)
+		return 0;
+	for (size_t i = 0; i < got; i++)
+		if (h[i] && (i >= 16 || h[i] != (uint8_t)placeholder[i]))
+			return 0;
+	return 1;
+}
+
+int alex_protect_apply(uint8_t *blk0, size_t len)
+{
+	if (len < HDR || memcmp(blk0, sqlite_magic, 16) != 0 || blk0[19] > 2)
+		return 0;
+	blk0[19] = ALEX_MARK;
+	return 1;
+}
+
 int alex_protect_probe(struct alex_db *db, uint64_t *size)
 {
 	uint8_t h[HDR];
@@ -31,11 +54,11 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 	int err;
 
 	db->base_marked = 0;
-	if (db->base_fd[ALEX_FILE_DB] < 0 || *size < 16)
+	if (db->base_fd[ALEX_FILE_DB] < 0 || *size == 0)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], h, HDR, 0, &got)))
 		return err;
-	if (got >= 16 && memcmp(h, placeholder, 16) == 0) {
+	if (is_placeholder(h, got, *size)) {
 		db->base_marked = 2;
 		*size = 0; /* nothing of it is database content */
 	} else if (got >= 20 && memcmp(h, sqlite_magic, 16) == 0 && h[19] == ALEX_MARK) {

@@ -1,0 +1,125 @@
+/* Regressions: each test is a bug found in review, as a scenario. */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "helpers.h"
+
+static alex_mem *mem;
+static struct alex_io io;
+static struct alex_config cfg;
+
+static void setup(void)
+{
+	mem = alex_mem_new();
+	io = alex_mem_io(mem);
+	alex_config_default(&cfg);
+	cfg.memory_bytes = 64u << 10; /* six collector slots */
+}
+static void teardown(void)
+{
+	alex_mem_free(mem);
+}
+TestSuite(regress, .init = setup, .fini = teardown);
+
+static uint8_t first_byte(alex_db *db, uint64_t off)
+{
+	uint8_t b = 0xee;
+	size_t got;
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, &b, 1, off, &got), 0);
+	return b;
+}
+
+/* A truncation that empties a full collector, then one more block: the
+ * spill that follows has no blocks, and must not make the engine forget
+ * that its open transaction truncated (the committed map already lost
+ * blocks to it): no checkpoint, on close or on request, may run. */
+Test(regress, empty_spill_keeps_the_truncation_open)
+{
+	uint8_t a[BLK], z[BLK];
+	alex_db *db;
+
+	memset(a, 'A', BLK);
+	memset(z, 'Z', BLK);
+	cr_assert_eq(alex_open(DB, &cfg, &io, &db), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, a, BLK, (uint64_t)i * BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_checkpoint(db), 0);
+	for (int i = 10; i < 16; i++)
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, z, BLK, (uint64_t)i * BLK), 0);
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, BLK), 0);
+	cr_assert_eq(alex_write(db, ALEX_FILE_JOURNAL, z, BLK, 0), 0);
+	cr_expect_eq(alex_checkpoint(db), ALEX_EBUSY);
+	cr_assert_eq(alex_close(db), 0); /* drops the transaction, no checkpoint */
+	cr_assert_eq(alex_open(DB, &cfg, &io, &db), 0);
+	uint64_t sz;
+	alex_size(db, ALEX_FILE_DB, &sz);
+	cr_expect_eq(sz, 4 * BLK);
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(first_byte(db, (uint64_t)i * BLK), 'A', "block %d", i);
+	alex_close(db);
+}
+
+/* A truncation whose partial block cannot be loaded (the spill it needs
+ * fails) must change nothing, so that retrying it cuts the block. */
+Test(regress, failed_truncate_changes_nothing)
+{
+	uint8_t a[BLK];
+	alex_db *db;
+
+	cfg.checkpoint_on_close = 0;
+	memset(a, 'A', BLK);
+	cr_assert_eq(alex_open(DB, &cfg, &io, &db), 0);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, a, BLK, 0), 0);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, a, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(alex_write(db, ALEX_FILE_JOURNAL, a, BLK, (uint64_t)i * BLK), 0);
+	alex_mem_fail_at(mem, alex_mem_ops(mem) + 1, ALEX_MEM_WRITE | ALEX_MEM_ALLOC, EIO);
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 5000), EIO);
+	uint64_t sz;
+	alex_size(db, ALEX_FILE_DB, &sz);
+	cr_expect_eq(sz, 2 * BLK, "a failed truncation leaves the size");
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 5000), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, a, 10, 3 * BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_expect_eq(first_byte(db, 5000), 0);
+	alex_close(db);
+	alex_mem *c = alex_mem_crash(mem, ALEX_CRASH_LOSE, 0);
+	struct alex_io cio = alex_mem_io(c);
+	cr_assert_eq(alex_open(DB, &cfg, &cio, &db), 0);
+	cr_expect_eq(first_byte(db, 5000), 0, "after recovery");
+	alex_close(db);
+	alex_mem_free(c);
+}
+
+/* The placeholder written into an empty database file may be torn at any
+ * byte: whatever part of it reached the disk, the file still reads as
+ * empty. */
+Test(regress, torn_placeholder_reads_as_empty)
+{
+	for (uint64_t cut = 0; cut <= 100; cut++) {
+		alex_mem *m = alex_mem_new();
+		struct alex_io mio = alex_mem_io(m);
+		alex_db *db, *d2;
+		uint8_t b[BLK];
+		cr_assert_eq(alex_open(DB, &cfg, &mio, &db), 0);
+		uint64_t at = alex_mem_ops(m) + 1; /* the placeholder's pwrite */
+		memset(b, 7, BLK);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, 0), 0);
+		alex_mem_fail_at(m, at + 1, ~0u, EIO); /* stop right after it */
+		cr_assert_eq(alex_commit(db), EIO);
+		alex_mem *c = alex_mem_crash_cut(m, cut);
+		struct alex_io cio = alex_mem_io(c);
+		cr_assert_eq(alex_open(DB, &cfg, &cio, &d2), 0);
+		uint64_t sz;
+		alex_size(d2, ALEX_FILE_DB, &sz);
+		cr_expect_eq(sz, 0, "placeholder cut after %lu bytes reads as %lu bytes",
+			     (unsigned long)cut, (unsigned long)sz);
+		alex_close(d2);
+		alex_mem_free(c);
+		alex_close(db);
+		alex_mem_free(m);
+	}
+}

@@ -1,0 +1,119 @@
+/*
+ * alex - look after the ALEX log of an SQLite database.
+ *
+ *   alex checkpoint FILE   copy the log into FILE; FILE is a plain database after
+ *   alex stat FILE         what the log holds
+ *   alex verify FILE       exit 1 if the log is damaged (not just cut short)
+ *
+ * Each takes SQLite's exclusive lock on FILE and the log's exclusive lock
+ * first, so it never runs under a program that has the database open,
+ * with or without ALEX.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alex.h"
+
+#define PENDING_BYTE 0x40000000L /* SQLite's lock bytes, os_unix.c */
+#define SHARED_SIZE 510L
+
+static int usage(FILE *f)
+{
+	fprintf(f, "usage: alex checkpoint|stat|verify FILE\n"
+		   "       alex --help | --version\n");
+	return f == stdout ? 0 : 2;
+}
+
+/* SQLite's EXCLUSIVE lock: pending, reserved and the shared range. */
+static int lock_db(const char *path, int *fd)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_BYTE,
+			   .l_len = 2 + SHARED_SIZE };
+
+	*fd = open(path, O_RDWR | O_CLOEXEC);
+	if (*fd < 0) {
+		fprintf(stderr, "alex: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (fcntl(*fd, F_SETLK, &l) != 0) {
+		fprintf(stderr, "alex: %s: the database is in use by another process\n", path);
+		close(*fd);
+		return 1;
+	}
+	return 0;
+}
+
+static void report(const char *path, const struct alex_stats *s)
+{
+	printf("%s-alex: %llu records, %llu commits, %llu bytes of log in use\n", path,
+	       (unsigned long long)s->recovered_records, (unsigned long long)s->recovered_commits,
+	       (unsigned long long)s->log_used);
+	printf("log ends at byte %llu: %s", (unsigned long long)s->stop_offset,
+	       alex_stop_name(s->stop_reason));
+	if (s->dropped_records)
+		printf(" (%llu records not committed or damaged)",
+		       (unsigned long long)s->dropped_records);
+	printf("\n");
+	if (s->header_repaired)
+		printf("a damaged header slot was rewritten from the log\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct alex_config cfg;
+	struct alex_stats st;
+	alex_db *db;
+	int lockfd, rc;
+
+	if (argc == 2 && strcmp(argv[1], "--help") == 0)
+		return usage(stdout);
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("alex %s\n", ALEX_VERSION_STRING);
+		return 0;
+	}
+	if (argc != 3)
+		return usage(stderr);
+	const char *cmd = argv[1], *path = argv[2];
+	int ckpt = strcmp(cmd, "checkpoint") == 0;
+	if (!ckpt && strcmp(cmd, "stat") && strcmp(cmd, "verify"))
+		return usage(stderr);
+	if (access(path, F_OK) != 0) {
+		fprintf(stderr, "alex: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (lock_db(path, &lockfd))
+		return 1;
+	alex_config_default(&cfg);
+	cfg.checkpoint_on_close = 0;
+	cfg.exclusive = 1; /* no engine in any process may have it open */
+	if ((rc = alex_open(path, &cfg, NULL, &db))) {
+		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
+		return 1;
+	}
+	alex_stats(db, &st);
+	int damaged = st.stop_reason > ALEX_STOP_STALE;
+	if (!ckpt)
+		report(path, &st);
+	if (ckpt && (rc = alex_checkpoint(db))) {
+		fprintf(stderr, "alex: %s: checkpoint failed: %s (the log is unchanged)\n", path,
+			alex_strerror(rc));
+		alex_close(db);
+		return 1;
+	}
+	if (ckpt && damaged)
+		fprintf(stderr, "alex: %s-alex: log damaged at byte %llu (%s); the commits before "
+				"it were checkpointed\n", path, (unsigned long long)st.stop_offset,
+			alex_stop_name(st.stop_reason));
+	alex_close(db);
+	close(lockfd);
+	if (strcmp(cmd, "verify") == 0 && damaged) {
+		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s\n", path,
+			(unsigned long long)st.stop_offset, alex_stop_name(st.stop_reason));
+		return 1;
+	}
+	return 0;
+}
