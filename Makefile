@@ -17,7 +17,7 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-asan fuzz demo bench-core deps install clean
+.PHONY: all check check-preload check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench
 
@@ -49,6 +49,15 @@ $(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
 
 $(B)/test-core: $(TEST_SRC) tests/core/*.h $(B)/libalex_core.a | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) -Itests/core $(TEST_SRC) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
+
+$(B)/tests/sqlrun-dyn: tests/preload/sqlrun.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+$(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@ -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -ldl -lpthread
+
+PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static
+check-preload: all $(PRELOAD_TESTS)
+	tests/preload/diff.sh $(B)
 
 deps:
 	@tools/ensure-deps

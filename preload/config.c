@@ -141,6 +141,9 @@ int alex_config_load(void)
 	x = e->prealloc_bytes >> 20;
 	if (!number("ALEX_PREALLOC_MB", 1, 1024, &x))
 		e->prealloc_bytes = x << 20;
+	x = (unsigned long long)e->checkpoint_on_close;
+	if (!number("ALEX_CHECKPOINT_ON_CLOSE", 0, 1, &x))
+		e->checkpoint_on_close = (int)x;
 	patterns();
 	const char *s = getenv("ALEX_STATS");
 	alex_cfg.stats_path[0] = 0;

@@ -1,0 +1,7 @@
+PRAGMA page_size = 4096;
+CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT, b BLOB);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<1500) INSERT INTO t SELECT x, printf('v%06d', x), zeroblob(x % 700) FROM c;
+CREATE INDEX t_v ON t(v);
+UPDATE t SET b = zeroblob(3000) WHERE id % 50 = 0;
+DELETE FROM t WHERE id % 11 = 0;
+VACUUM;

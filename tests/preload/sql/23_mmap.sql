@@ -1,0 +1,5 @@
+PRAGMA mmap_size = 268435456;
+CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000) INSERT INTO t SELECT x, printf('%.*c', 150, 'm') FROM c;
+CREATE TABLE s AS SELECT count(*) AS n, sum(length(v)) AS l FROM t;
+UPDATE t SET v = 'mm' WHERE id % 10 = 0;
