@@ -17,7 +17,7 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload check-asan fuzz demo deps install clean
+.PHONY: all check check-preload torture check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench
 
@@ -56,8 +56,13 @@ $(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -ldl -lpthread
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static
+CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
+	tests/preload/crash.sh $(B) $(CRASH_KILLS)
+
+torture: all
+	tests/preload/crash.sh $(B) 1000
 
 deps:
 	@tools/ensure-deps

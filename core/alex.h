@@ -133,7 +133,8 @@ int alex_close(alex_db *db);
 
 /* Why recovery stopped scanning. */
 enum alex_stop {
-	ALEX_STOP_END = 0,      /* end of the preallocated log, or zeros */
+	ALEX_STOP_END = 0,      /* no record here: zeros, the end of the file,
+				   or bytes left by an older epoch */
 	ALEX_STOP_STALE,        /* a record of an older epoch or another chain */
 	ALEX_STOP_BAD_MAGIC,
 	ALEX_STOP_BAD_HEADER,   /* header crc or an impossible length */
@@ -165,6 +166,9 @@ struct alex_stats {
 	enum alex_stop stop_reason;
 	int header_repaired;       /* the newest header slot was damaged and rebuilt
 				      from its epoch's first record */
+	uint64_t lost_offset;      /* nonzero: a valid record of this epoch lies
+				      past a damaged one, at this offset -- the
+				      damage is not a torn tail, commits were lost */
 };
 
 void alex_stats(const alex_db *db, struct alex_stats *st);

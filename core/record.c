@@ -93,8 +93,18 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 {
 	if (room < ALEX_BLOCK)
 		return room == 0 ? ALEX_STOP_END : ALEX_STOP_TRUNCATED;
-	if (alex_get32(buf) != ALEX_REC_MAGIC)
-		return all_zero(buf, ALEX_REC_FIXED) ? ALEX_STOP_END : ALEX_STOP_BAD_MAGIC;
+	if (alex_get32(buf) != ALEX_REC_MAGIC) {
+		/* Zeros, or the middle of an older epoch's record: the log ends
+		 * here.  Only a header that would be the expected record but for
+		 * its magic is a damaged record. */
+		uint8_t h[108];
+		memcpy(h, buf, sizeof h);
+		alex_put32(h, ALEX_REC_MAGIC);
+		if (alex_crc32c(0, h, sizeof h) == alex_get32(buf + 108) &&
+		    alex_get64(buf + 16) == epoch && alex_get64(buf + 24) == lsn)
+			return ALEX_STOP_BAD_MAGIC;
+		return ALEX_STOP_END;
+	}
 	r->hdr_crc = alex_get32(buf + 108);
 	if (r->hdr_crc != alex_crc32c(0, buf, 108) || alex_get32(buf + 104) != 0)
 		return ALEX_STOP_BAD_HEADER;

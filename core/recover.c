@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "crc32c.h"
 #include "internal.h"
 
 struct op {
@@ -123,6 +124,31 @@ static int adopt_next_epoch(alex_db *db)
 	return 0;
 }
 
+/*
+ * After the scan stopped at a damaged record: is there a record of this
+ * epoch further on?  Then the damage is not a torn tail but lost commits,
+ * and the caller should say so loudly.  Reads header blocks only.
+ */
+static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
+{
+	uint8_t *b = db->scratch;
+	size_t got;
+	int err;
+
+	for (uint64_t off = from; off + ALEX_BLOCK <= db->alloc_end; off += ALEX_BLOCK) {
+		if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, b, ALEX_REC_FIXED, off, &got)))
+			return err;
+		if (got < ALEX_REC_FIXED || alex_get32(b) != ALEX_REC_MAGIC ||
+		    alex_get32(b + 108) != alex_crc32c(0, b, 108))
+			continue;
+		if (alex_get64(b + 16) == db->hdr.epoch && alex_get64(b + 24) > lsn) {
+			db->st.lost_offset = off;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int alex_recover(alex_db *db)
 {
 	const struct alex_io_ops *io = db->io.ops;
@@ -203,6 +229,8 @@ int alex_recover(alex_db *db)
 	}
 	db->st.stop_offset = off;
 	db->st.stop_reason = why;
+	if (why > ALEX_STOP_STALE && (err = look_past(db, off + ALEX_BLOCK, lsn)))
+		goto out;
 	db->st.dropped_records = uncommitted + (why > ALEX_STOP_STALE);
 	db->st.log_used = db->append_off - ALEX_LOG_DATA;
 	if (db->st.header_repaired)

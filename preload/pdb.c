@@ -98,12 +98,16 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	}
 	struct alex_stats s;
 	alex_stats(p->eng, &s);
-	if (s.recovered_records || s.stop_reason > ALEX_STOP_STALE)
-		alex_log(s.stop_reason > ALEX_STOP_STALE ? ALEX_LOG_WARN : ALEX_LOG_INFO,
-			 "%s-alex: recovered %llu commits; log ends at byte %llu (%s), "
-			 "%llu records dropped", canon, (unsigned long long)s.recovered_commits,
-			 (unsigned long long)s.stop_offset, alex_stop_name(s.stop_reason),
-			 (unsigned long long)s.dropped_records);
+	if (s.lost_offset)
+		alex_log(ALEX_LOG_ERROR, "%s-alex: damaged record at byte %llu (%s); committed "
+			 "records after it (from byte %llu) cannot be used; %llu commits kept",
+			 canon, (unsigned long long)s.stop_offset, alex_stop_name(s.stop_reason),
+			 (unsigned long long)s.lost_offset, (unsigned long long)s.recovered_commits);
+	else if (s.recovered_records)
+		alex_log(ALEX_LOG_INFO, "%s-alex: recovered %llu commits; log ends at byte %llu "
+			 "(%s), %llu uncommitted or torn records dropped", canon,
+			 (unsigned long long)s.recovered_commits, (unsigned long long)s.stop_offset,
+			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
 	dir_identity(p);
 	p->next = head;
 	head = p;

@@ -64,6 +64,13 @@ Test(corrupt, every_flipped_byte_is_found, .timeout = 300)
 		cr_assert_gt(st.stop_reason, ALEX_STOP_STALE, "byte %lu: reported as %s",
 			     (unsigned long)p, alex_stop_name(st.stop_reason));
 		cr_assert_eq(st.dropped_records, 1);
+		/* damage before the last record is lost commits, and says so;
+		 * damage of the last one looks like a torn tail */
+		if (rec + 1 < NREC)
+			cr_assert_eq(st.lost_offset, bound[rec + 1], "byte %lu: lost_offset %lu",
+				     (unsigned long)p, (unsigned long)st.lost_offset);
+		else
+			cr_assert_eq(st.lost_offset, 0);
 		uint64_t size;
 		size_t n;
 		alex_size(db, ALEX_FILE_DB, &size);
