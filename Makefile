@@ -60,6 +60,7 @@ CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
+	tests/preload/strace.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000

@@ -1,0 +1,41 @@
+#!/bin/bash
+# strace.sh BUILD - what reaches the kernel for 5000 autocommit INSERTs in
+# SQLite's default DELETE journal mode with synchronous=FULL, counted by
+# strace: under ALEX_SYNC=full at most 5000 + 20 fsync+fdatasync calls (about
+# 20 000 without ALEX), and no page written to the database file before the
+# last commit (only the 100-byte placeholder that keeps plain SQLite out).
+set -u
+B=$(cd "${1:?usage: strace.sh BUILD}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /tmp/alex-strace.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+N=5000 pass=0 fail=0
+syncs() { awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$1"; }
+
+strace -f -c -o "$tmp/plain.c" python3 "$here/insert.py" "$tmp/plain.db" $N >/dev/null
+ALEX_SYNC=full strace -f -c -o "$tmp/alex.c" -E LD_PRELOAD="$B/libalex.so" \
+	python3 "$here/insert.py" "$tmp/alex.db" $N >"$tmp/alex.out"
+plain=$(syncs "$tmp/plain.c") alex=$(syncs "$tmp/alex.c")
+echo "strace: fsync+fdatasync for $N inserts: $plain without ALEX, $alex with ALEX_SYNC=full"
+if [ "$alex" -le $((N + 20)) ] && [ "$(cut -d' ' -f2,3 "$tmp/alex.out")" = "ok $N" ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1)); echo "FAIL sync count $alex (limit $((N + 20))) or result $(cat "$tmp/alex.out")"
+fi
+
+# The order of writes: every write of 512 bytes or more to the database
+# file must come after the log's N-th fdatasync (the last commit).
+rm -f "$tmp"/alex.db*
+ALEX_SYNC=full strace -f -y -e trace=pwrite64,write,fdatasync,fsync -o "$tmp/alex.t" \
+	-E LD_PRELOAD="$B/libalex.so" python3 "$here/insert.py" "$tmp/alex.db" $N >/dev/null
+early=$(awk -v db="$tmp/alex.db>" -v lg="$tmp/alex.db-alex>" -v n=$N '
+	/fdatasync\(/ && index($0, lg) { syncs++ }
+	/pwrite64\(|write\(/ && index($0, db) {
+		split($0, a, "= "); bytes = a[length(a)] + 0
+		if (bytes >= 512 && syncs < n) early++
+	}
+	END { print early + 0 }' "$tmp/alex.t")
+echo "strace: page writes to the database file before the last commit: $early"
+if [ "$early" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL early writes"; fi
+echo "strace: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
