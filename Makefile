@@ -61,6 +61,7 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	tests/preload/strace.sh $(B)
+	tests/preload/concurrency.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000

@@ -121,11 +121,23 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size);
  */
 int alex_commit(alex_db *db);
 
+/*
+ * Catches up with transactions other engines (other processes) committed to
+ * the same log since this one last looked, including a checkpoint they made.
+ * Call it with no transaction open, when SQLite takes its SHARED lock; with a
+ * transaction open it does nothing (that lock excludes other writers).
+ */
+int alex_refresh(alex_db *db);
+
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);
 
 /* Copies committed blocks into the base files and restarts the log. */
 int alex_checkpoint(alex_db *db);
+
+/* Overrides cfg.checkpoint_on_close for this engine (the caller may know
+ * that other processes still use the database). */
+void alex_set_checkpoint_on_close(alex_db *db, int on);
 
 /* Closes the engine; checkpoints first when configured.  Uncommitted writes
  * are discarded.  The engine is freed even when an error is returned. */
@@ -166,6 +178,8 @@ struct alex_stats {
 	enum alex_stop stop_reason;
 	int header_repaired;       /* the newest header slot was damaged and rebuilt
 				      from its epoch's first record */
+	uint64_t remote_commits;   /* commits of other processes picked up by
+				      alex_refresh */
 	uint64_t lost_offset;      /* nonzero: a valid record of this epoch lies
 				      past a damaged one, at this offset -- the
 				      damage is not a torn tail, commits were lost */

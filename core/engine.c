@@ -82,7 +82,7 @@ static void free_db(alex_db *db)
 	free(db);
 }
 
-/* Opens the base files that exist and takes their sizes. */
+/* Opens the base files that exist (once) and takes their sizes. */
 static int open_bases(alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
@@ -91,11 +91,13 @@ static int open_bases(alex_db *db)
 		int exists = 1, err;
 		uint64_t size = 0;
 
-		if (f != ALEX_FILE_DB && (err = o->exists(db->io.ctx, db->path[f], &exists)))
+		if (db->base_fd[f] < 0 && f != ALEX_FILE_DB &&
+		    (err = o->exists(db->io.ctx, db->path[f], &exists)))
 			return err;
 		if (exists) {
 			int flags = f == ALEX_FILE_DB ? ALEX_O_CREAT : 0;
-			if ((err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
+			if (db->base_fd[f] < 0 &&
+			    (err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
 				return err;
 			if ((err = o->size(db->io.ctx, db->base_fd[f], &size)))
 				return err;
@@ -586,9 +588,47 @@ int alex_sync(alex_db *db)
 	return err;
 }
 
+int alex_refresh(alex_db *db)
+{
+	struct alex_loghdr h;
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (txn_open(db))
+		return 0;
+	if ((err = alex_log_read_header(db, &h)) ||
+	    (err = db->io.ops->size(db->io.ctx, db->log_fd, &db->alloc_end)))
+		return err;
+	if (h.epoch != db->hdr.epoch || memcmp(h.uuid, db->hdr.uuid, 16) != 0) {
+		/* another engine checkpointed: the base files hold everything
+		 * the old epoch had; start over from them */
+		alex_map_clear(&db->map);
+		if ((err = open_bases(db)))
+			return err;
+		db->hdr = h;
+		db->append_off = ALEX_LOG_DATA;
+		db->next_lsn = h.start_lsn;
+		db->prev_crc = h.salt;
+		db->epoch_commits = 0;
+	}
+	if ((err = alex_refresh_scan(db)))
+		return err;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->size[f] = db->csize[f];
+		db->limit[f] = db->climit[f];
+	}
+	return 0;
+}
+
 int alex_checkpoint(alex_db *db)
 {
 	return alex_ckpt_run(db);
+}
+
+void alex_set_checkpoint_on_close(alex_db *db, int on)
+{
+	db->cfg.checkpoint_on_close = on;
 }
 
 int alex_close(alex_db *db)

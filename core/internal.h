@@ -103,6 +103,8 @@ int alex_codec_unpack(const uint8_t *in, uint32_t len, uint32_t flags, uint8_t *
 
 /* log.c */
 int alex_log_open(struct alex_db *db);
+/* Reads both header slots: the current one into *out; sets slot_damaged. */
+int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
 int alex_log_sync(struct alex_db *db);
 int alex_log_new_epoch(struct alex_db *db);
@@ -114,6 +116,8 @@ uint32_t alex_random32(void);
 
 /* recover.c */
 int alex_recover(struct alex_db *db);
+/* Applies records other engines committed since this one last looked. */
+int alex_refresh_scan(struct alex_db *db);
 
 /* protect.c: the base file's mark while the log holds newer pages */
 #define ALEX_MARK 0xa1u

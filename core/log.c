@@ -118,13 +118,44 @@ out:
 	return err;
 }
 
-int alex_log_open(struct alex_db *db)
+int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	uint8_t *buf = db->scratch;
 	struct alex_loghdr h[2];
-	int rc[2], exists, err, fd;
+	int rc[2], err;
 	size_t got;
+
+	db->slot_damaged = 0;
+	for (int s = 0; s < 2; s++) {
+		if ((err = o->pread(db->io.ctx, db->log_fd, buf, ALEX_HDR_SLOT_USED, s * ALEX_BLOCK,
+				    &got)))
+			return err;
+		rc[s] = got == ALEX_HDR_SLOT_USED ? alex_loghdr_decode(buf, &h[s]) : ALEX_ECORRUPT;
+	}
+	if (rc[0] && rc[1])
+		return rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION ? ALEX_EVERSION
+									: ALEX_ECORRUPT;
+	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
+		return ALEX_ECORRUPT; /* two logs spliced together */
+	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
+	*out = h[cur];
+	/* the other slot is damaged, not merely unused: it may have held the
+	 * newer epoch (recover.c looks for that epoch's records) */
+	if (rc[!cur]) {
+		if ((err = o->pread(db->io.ctx, db->log_fd, buf, ALEX_HDR_SLOT_USED,
+				    (!cur) * ALEX_BLOCK, &got)))
+			return err;
+		for (size_t i = 0; i < got; i++)
+			db->slot_damaged |= buf[i] != 0;
+	}
+	return 0;
+}
+
+int alex_log_open(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int exists, err, fd;
 	uint64_t size;
 
 	if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
@@ -142,26 +173,8 @@ int alex_log_open(struct alex_db *db)
 		db->log_fd = -1;
 		return create_log(db);
 	}
-	for (int s = 0; s < 2; s++) {
-		if ((err = o->pread(db->io.ctx, fd, buf, ALEX_HDR_SLOT_USED, s * ALEX_BLOCK, &got)))
-			return err;
-		rc[s] = got == ALEX_HDR_SLOT_USED ? alex_loghdr_decode(buf, &h[s]) : ALEX_ECORRUPT;
-	}
-	if (rc[0] && rc[1])
-		return rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION ? ALEX_EVERSION
-									: ALEX_ECORRUPT;
-	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
-		return ALEX_ECORRUPT; /* two logs spliced together */
-	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
-	db->hdr = h[cur];
-	/* the other slot is damaged, not merely unused: it may have held the
-	 * newer epoch (recover.c looks for that epoch's records) */
-	if (rc[!cur]) {
-		if ((err = o->pread(db->io.ctx, fd, buf, ALEX_HDR_SLOT_USED, (!cur) * ALEX_BLOCK, &got)))
-			return err;
-		for (size_t i = 0; i < got; i++)
-			db->slot_damaged |= buf[i] != 0;
-	}
+	if ((err = alex_log_read_header(db, &db->hdr)))
+		return err;
 	db->alloc_end = size;
 	return 0;
 }

@@ -149,31 +149,23 @@ static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 	return 0;
 }
 
-int alex_recover(alex_db *db)
+/*
+ * Reads records from db->append_off on, expecting db->next_lsn and
+ * db->prev_crc, and applies every committed one; the position moves past
+ * the last COMMIT record.  Says where and why it stopped.
+ */
+static int scan(alex_db *db, uint64_t *commits, uint64_t *stop, enum alex_stop *why_out,
+		uint64_t *uncommitted_out)
 {
 	const struct alex_io_ops *io = db->io.ops;
 	struct ops ops = { 0 };
-	uint64_t off = ALEX_LOG_DATA, lsn = db->hdr.start_lsn, uncommitted = 0;
-	uint32_t prev = db->hdr.salt;
+	uint64_t off = db->append_off, lsn = db->next_lsn, uncommitted = 0;
+	uint32_t prev = db->prev_crc;
 	enum alex_stop why = ALEX_STOP_END;
 	struct alex_rec r;
 	size_t got;
 	int err = 0;
 
-	db->append_off = off;
-	db->next_lsn = lsn;
-	db->prev_crc = prev;
-	db->txn = 1;
-	if ((err = reserve(db, 4 * ALEX_BLOCK)))
-		return err;
-	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK) {
-		if ((err = adopt_next_epoch(db)))
-			return err;
-		lsn = db->hdr.start_lsn;
-		prev = db->hdr.salt;
-		db->next_lsn = lsn;
-		db->prev_crc = prev;
-	}
 	for (;;) {
 		uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
 		if (room < ALEX_BLOCK) {
@@ -219,7 +211,7 @@ int alex_recover(alex_db *db)
 			uncommitted = 0;
 			for (int f = 0; f < ALEX_NFILES; f++)
 				db->csize[f] = r.size[f];
-			db->st.recovered_commits++;
+			(*commits)++;
 			db->epoch_commits++;
 			db->append_off = off;
 			db->next_lsn = lsn;
@@ -227,15 +219,44 @@ int alex_recover(alex_db *db)
 			db->txn = r.txn + 1;
 		}
 	}
-	db->st.stop_offset = off;
-	db->st.stop_reason = why;
-	if (why > ALEX_STOP_STALE && (err = look_past(db, off + ALEX_BLOCK, lsn)))
-		goto out;
-	db->st.dropped_records = uncommitted + (why > ALEX_STOP_STALE);
-	db->st.log_used = db->append_off - ALEX_LOG_DATA;
-	if (db->st.header_repaired)
-		err = alex_log_rewrite_header(db);
+	*stop = off;
+	*why_out = why;
+	*uncommitted_out = uncommitted;
+	if (why > ALEX_STOP_STALE)
+		err = look_past(db, off + ALEX_BLOCK, lsn);
 out:
 	free(ops.v);
 	return err;
+}
+
+int alex_recover(alex_db *db)
+{
+	uint64_t uncommitted = 0;
+	int err;
+
+	db->append_off = ALEX_LOG_DATA;
+	db->txn = 1;
+	if ((err = reserve(db, 4 * ALEX_BLOCK)))
+		return err;
+	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK &&
+	    (err = adopt_next_epoch(db)))
+		return err;
+	db->next_lsn = db->hdr.start_lsn;
+	db->prev_crc = db->hdr.salt;
+	if ((err = scan(db, &db->st.recovered_commits, &db->st.stop_offset, &db->st.stop_reason,
+			&uncommitted)))
+		return err;
+	db->st.dropped_records = uncommitted + (db->st.stop_reason > ALEX_STOP_STALE);
+	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	if (db->st.header_repaired)
+		err = alex_log_rewrite_header(db);
+	return err;
+}
+
+int alex_refresh_scan(alex_db *db)
+{
+	uint64_t stop, uncommitted;
+	enum alex_stop why;
+
+	return scan(db, &db->st.remote_commits, &stop, &why, &uncommitted);
 }

@@ -248,8 +248,10 @@ static int sync_common(int fd, int (*real)(int))
 {
 	struct ofd *o = alex_fd_get(fd);
 
-	if (o)
-		return o->role == ROLE_DB ? db_commit(o) : 0; /* in-memory journal */
+	if (o && o->role == ROLE_DB)
+		return db_commit(o);
+	if (o && o->role == ROLE_JOURNAL)
+		return 0; /* the journal lives in memory */
 	if (__atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE) &&
 	    alex_pdb_take_dirsync(fd))
 		return 0; /* SQLite's directory sync for a journal that lives in memory */
@@ -267,7 +269,8 @@ ALEX_EXPORT int fdatasync(int fd)
 ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
 	/* the base file is not where a tracked file's data goes */
-	if (alex_fd_get(fd))
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role != ROLE_SHM)
 		return 0;
 	return REAL(sync_file_range)(fd, off, n, flags);
 }

@@ -159,6 +159,35 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
 	return fd;
 }
 
+/*
+ * SQLite's -shm file is used as it is (mapped, locked); only its locks are
+ * watched: in WAL mode a read transaction starts with a read-mark lock
+ * there, and pages another process checkpointed into the database must be
+ * picked up from the log first (hooks_fcntl.c).
+ */
+static int open_shm(enum open_kind k, int dirfd, const char *path, const char *dbpath,
+		    int flags, mode_t mode)
+{
+	char dabs[PATH_MAX];
+	int fd = pass(k, dirfd, path, flags, mode), saved = errno;
+
+	if (fd < 0)
+		return fd;
+	if (alex_fd_get(fd))
+		alex_ofd_put(alex_fd_take(fd));
+	struct pdb *db = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) ? NULL
+									  : alex_pdb_find(dabs);
+	if (db) {
+		struct ofd *o = alex_ofd_new(db, ROLE_SHM);
+		if (!o)
+			alex_pdb_put(db);
+		else if (alex_fd_set(fd, o))
+			alex_ofd_put(o);
+	}
+	errno = saved;
+	return fd;
+}
+
 static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
 {
 	char abs[PATH_MAX];
@@ -215,7 +244,9 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 
 	if (alex_active() && path)
 		role = alex_match(path, dbpath, sizeof dbpath);
-	if (role == ROLE_NONE || role == ROLE_WAL) {
+	if (role == ROLE_SHM && !alex_cfg.bad)
+		return open_shm(k, dirfd, path, dbpath, flags, mode);
+	if (role == ROLE_NONE || role == ROLE_WAL || role == ROLE_SHM) {
 		if ((flags & O_CREAT) && __atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE))
 			alex_pdb_cancel_dirsync(); /* a real file appears: its dirsync counts */
 		int fd = pass(k, dirfd, path, flags, mode);

@@ -44,6 +44,9 @@ enum alex_role alex_match(const char *path, char *db, size_t dbcap)
 	} else if (ends_with(path, len, "-wal")) {
 		len -= 4;
 		role = ROLE_WAL;
+	} else if (ends_with(path, len, "-shm")) {
+		len -= 4;
+		role = ROLE_SHM;
 	} else {
 		role = ROLE_DB;
 	}

@@ -6,6 +6,7 @@
  * process's POSIX locks on it, SQLite's included.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,20 @@ struct pdb *alex_pdb_find(const char *path)
 	return p;
 }
 
+/* Can this process take SQLite's EXCLUSIVE lock on path right now? */
+static int exclusive_now(const char *path)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000000L,
+			   .l_len = 2 + 510 };
+	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = REAL(fcntl)(fd, F_SETLK, &l) == 0;
+	REAL(close)(fd); /* drops the lock */
+	return ok;
+}
+
 void alex_pdb_put(struct pdb *p)
 {
 	if (!p)
@@ -149,6 +164,12 @@ void alex_pdb_put(struct pdb *p)
 	/* The last descriptor is gone.  What SQLite wrote without a sync of
 	 * its own (synchronous=OFF) is still a finished transaction to it. */
 	int rc = alex_commit(p->eng);
+	/* Checkpoint only if no other process uses the database: their engines
+	 * may be reading the log this would start to overwrite.  SQLite's own
+	 * EXCLUSIVE lock says so; this process has no SQLite descriptor left
+	 * on the file, so a short-lived one of ours drops nothing of SQLite's. */
+	if (alex_cfg.engine.checkpoint_on_close && !exclusive_now(p->path))
+		alex_set_checkpoint_on_close(p->eng, 0);
 	if (rc)
 		alex_log(ALEX_LOG_ERROR, "%s: final commit: %s", p->path, alex_strerror(rc));
 	rc = alex_close(p->eng);
@@ -210,7 +231,25 @@ static void after_fork(void)
 	pthread_mutex_unlock(&reg);
 }
 
+/*
+ * The child's engines go on working: every transaction starts with SQLite's
+ * SHARED lock, which makes them catch up with the log (alex_refresh).  But an
+ * in-memory journal must not be shared: one process deleting "its" journal
+ * would leave the other a stale one that looks hot.  The child forgets it.
+ */
+static void child_after_fork(void)
+{
+	for (struct pdb *p = head; p; p = p->next) {
+		if (p->jmem >= 0)
+			REAL(close)(p->jmem);
+		p->jmem = -1;
+		p->skip_dirsync = 0;
+	}
+	alex_pdb_dirsync_pending = 0;
+	after_fork();
+}
+
 void alex_pdb_atfork(void)
 {
-	pthread_atfork(before_fork, after_fork, after_fork);
+	pthread_atfork(before_fork, after_fork, child_after_fork);
 }

@@ -17,7 +17,7 @@
 
 #include "alex.h"
 
-enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL };
+enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM };
 
 struct pdb {
 	dev_t dev;
@@ -36,7 +36,8 @@ struct pdb {
 struct ofd {
 	struct pdb *db;
 	enum alex_role role; /* ROLE_DB: served by the engine; ROLE_JOURNAL: a
-				memfd, only its syncs are ours */
+				memfd, only its syncs are ours; ROLE_SHM:
+				passed through, its WAL locks watched */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
 	int append;
 	int refs;            /* descriptors pointing here (atomic) */

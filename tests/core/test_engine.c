@@ -467,3 +467,34 @@ Test(engine, empty_base_gets_a_placeholder)
 	cr_expect_arr_eq(base, b, 1000);
 	alex_close(db);
 }
+
+/* Two engines on one log (two processes): each sees the other's commits
+ * and checkpoints after alex_refresh. */
+Test(engine, refresh_follows_another_engine)
+{
+	uint8_t b[BLK], r[BLK];
+	size_t got;
+	alex_db *a = open_db(), *c = open_db();
+
+	for (uint32_t t = 1; t <= 6; t++) {
+		alex_db *w = t % 2 ? a : c, *o = t % 2 ? c : a;
+		cr_assert_eq(alex_refresh(w), 0);
+		fill_block(b, t, t % 3);
+		cr_assert_eq(alex_write(w, ALEX_FILE_DB, b, BLK, (uint64_t)(t % 3) * BLK), 0);
+		cr_assert_eq(alex_commit(w), 0);
+		if (t == 3)
+			cr_assert_eq(alex_checkpoint(w), 0); /* a new epoch under the other */
+		cr_assert_eq(alex_refresh(o), 0);
+		cr_assert_eq(alex_read(o, ALEX_FILE_DB, r, BLK, (uint64_t)(t % 3) * BLK, &got), 0);
+		cr_assert_arr_eq(r, b, BLK, "after txn %u the other engine reads it", t);
+		uint64_t sa, sc;
+		alex_size(a, ALEX_FILE_DB, &sa);
+		alex_size(c, ALEX_FILE_DB, &sc);
+		cr_assert_eq(sa, sc);
+	}
+	struct alex_stats st;
+	alex_stats(a, &st);
+	cr_expect_gt(st.remote_commits, 0);
+	alex_close(c);
+	alex_close(a);
+}
