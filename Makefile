@@ -62,6 +62,7 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	tests/preload/strace.sh $(B)
 	tests/preload/concurrency.sh $(B)
+	tests/preload/cli.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000

@@ -12,6 +12,7 @@
 #include "hooks.h"
 #include "real.h"
 #include "state.h"
+#include "stats.h"
 
 #define SQLITE_RESERVED_BYTE 0x40000001LL /* PENDING_BYTE + 1, os_unix.c */
 #define SQLITE_SHARED_FIRST 0x40000002LL  /* PENDING_BYTE + 2 */
@@ -42,6 +43,7 @@ static int takes_shared(int cmd, const struct flock *l)
 
 static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(int, int, ...))
 {
+	ALEX_COUNT(refreshes, 1);
 	pthread_mutex_lock(&o->db->mu);
 	int rc = alex_refresh(o->db->eng);
 	pthread_mutex_unlock(&o->db->mu);
@@ -93,8 +95,11 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 		return r;
 	}
 
-	if (o && o->role == ROLE_DB && releases_reserved(cmd, arg) && alex_commit_fd(fd) != 0)
-		return -1; /* the lock stays: SQLite reports the failed unlock */
+	if (o && o->role == ROLE_DB && releases_reserved(cmd, arg)) {
+		ALEX_COUNT(reserved_releases, 1);
+		if (alex_commit_fd(fd) != 0)
+			return -1; /* the lock stays: SQLite reports the failed unlock */
+	}
 	int r = real(fd, cmd, arg);
 	if (r == 0 && o && o->role == ROLE_DB && takes_shared(cmd, arg)) {
 		int saved = errno;

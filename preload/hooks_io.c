@@ -11,6 +11,7 @@
 #include "hooks.h"
 #include "real.h"
 #include "state.h"
+#include "stats.h"
 
 /* the engine for o, or NULL when o is not a database served by it */
 static inline struct ofd *dbo(int fd)
@@ -39,6 +40,8 @@ static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
 	pthread_mutex_lock(&o->db->mu);
 	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
 	pthread_mutex_unlock(&o->db->mu);
+	ALEX_COUNT(reads, 1);
+	ALEX_COUNT(read_bytes, got);
 	return ret(rc, (ssize_t)got);
 }
 
@@ -51,6 +54,8 @@ static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 	pthread_mutex_lock(&o->db->mu);
 	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
 	pthread_mutex_unlock(&o->db->mu);
+	ALEX_COUNT(writes, 1);
+	ALEX_COUNT(write_bytes, n);
 	return ret(rc, (ssize_t)n);
 }
 
@@ -248,13 +253,19 @@ static int sync_common(int fd, int (*real)(int))
 {
 	struct ofd *o = alex_fd_get(fd);
 
-	if (o && o->role == ROLE_DB)
+	if (o && o->role == ROLE_DB) {
+		ALEX_COUNT(syncs_requested, 1);
 		return db_commit(o);
-	if (o && o->role == ROLE_JOURNAL)
+	}
+	if (o && o->role == ROLE_JOURNAL) {
+		ALEX_COUNT(journal_syncs_elided, 1);
 		return 0; /* the journal lives in memory */
+	}
 	if (__atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE) &&
-	    alex_pdb_take_dirsync(fd))
+	    alex_pdb_take_dirsync(fd)) {
+		ALEX_COUNT(dir_syncs_elided, 1);
 		return 0; /* SQLite's directory sync for a journal that lives in memory */
+	}
 	return real(fd);
 }
 
@@ -359,6 +370,7 @@ ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 {
 	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
 		/* SQLite then falls back to read() for good (unixRemapfile) */
+		ALEX_COUNT(mmaps_refused, 1);
 		errno = ENODEV;
 		return MAP_FAILED;
 	}

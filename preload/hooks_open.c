@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "real.h"
 #include "state.h"
+#include "stats.h"
 
 static int ready;
 
@@ -35,6 +36,15 @@ __attribute__((constructor)) static void alex_init(void)
 		alex_cfg.mode = ALEX_MODE_OFF;
 	alex_pdb_atfork();
 	ready = 1;
+	errno = saved;
+}
+
+__attribute__((destructor)) static void alex_fini(void)
+{
+	int saved = errno;
+
+	if (ready)
+		alex_stats_write();
 	errno = saved;
 }
 
@@ -225,6 +235,7 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 		return fail(o ? err : ENOMEM);
 	}
 	o->append = (flags & O_APPEND) != 0;
+	ALEX_COUNT(opens, 1);
 	if (flags & O_TRUNC) {
 		pthread_mutex_lock(&db->mu);
 		int rc = alex_truncate(db->eng, ALEX_FILE_DB, 0);

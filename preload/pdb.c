@@ -16,6 +16,7 @@
 #include "config.h"
 #include "real.h"
 #include "state.h"
+#include "stats.h"
 
 static pthread_mutex_t reg = PTHREAD_MUTEX_INITIALIZER;
 static struct pdb *head;
@@ -164,18 +165,24 @@ void alex_pdb_put(struct pdb *p)
 	/* The last descriptor is gone.  What SQLite wrote without a sync of
 	 * its own (synchronous=OFF) is still a finished transaction to it. */
 	int rc = alex_commit(p->eng);
+	if (rc)
+		alex_log(ALEX_LOG_ERROR, "%s: final commit: %s", p->path, alex_strerror(rc));
 	/* Checkpoint only if no other process uses the database: their engines
 	 * may be reading the log this would start to overwrite.  SQLite's own
 	 * EXCLUSIVE lock says so; this process has no SQLite descriptor left
 	 * on the file, so a short-lived one of ours drops nothing of SQLite's. */
-	if (alex_cfg.engine.checkpoint_on_close && !exclusive_now(p->path))
-		alex_set_checkpoint_on_close(p->eng, 0);
-	if (rc)
-		alex_log(ALEX_LOG_ERROR, "%s: final commit: %s", p->path, alex_strerror(rc));
-	rc = alex_close(p->eng);
-	if (rc)
+	if (!rc && alex_cfg.engine.checkpoint_on_close && exclusive_now(p->path) &&
+	    (rc = alex_checkpoint(p->eng)))
 		alex_log(ALEX_LOG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
 			 p->path, alex_strerror(rc));
+	alex_set_checkpoint_on_close(p->eng, 0);
+	struct alex_stats es;
+	alex_stats(p->eng, &es);
+	pthread_mutex_lock(&reg);
+	alex_stats_add_engine(&es);
+	pthread_mutex_unlock(&reg);
+	if ((rc = alex_close(p->eng)))
+		alex_log(ALEX_LOG_WARN, "%s: close: %s", p->path, alex_strerror(rc));
 	if (p->jmem >= 0)
 		REAL(close)(p->jmem);
 	pthread_mutex_destroy(&p->mu);
@@ -252,4 +259,31 @@ static void child_after_fork(void)
 void alex_pdb_atfork(void)
 {
 	pthread_atfork(before_fork, after_fork, child_after_fork);
+}
+
+void alex_pdb_sum_live(struct alex_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p; p = p->next) {
+		struct alex_stats s;
+		pthread_mutex_lock(&p->mu);
+		alex_stats(p->eng, &s);
+		pthread_mutex_unlock(&p->mu);
+		out->commits += s.commits;
+		out->records += s.records;
+		out->spills += s.spills;
+		out->syncs += s.syncs;
+		out->bytes_logged += s.bytes_logged;
+		out->bytes_raw += s.bytes_raw;
+		out->blocks_logged += s.blocks_logged;
+		out->blocks_compressed += s.blocks_compressed;
+		out->dedup_hits += s.dedup_hits;
+		out->checkpoints += s.checkpoints;
+		out->checkpoint_blocks += s.checkpoint_blocks;
+		out->checkpoint_failures += s.checkpoint_failures;
+		out->recovered_commits += s.recovered_commits;
+		out->remote_commits += s.remote_commits;
+	}
+	pthread_mutex_unlock(&reg);
 }

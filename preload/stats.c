@@ -1,0 +1,106 @@
+/*
+ * stats.c - counters of what libalex.so did, written as JSON when the
+ * process exits if ALEX_STATS names a file ("%p" in it becomes the pid, for
+ * programs that fork).  Counting is a relaxed atomic add on tracked files
+ * only.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "real.h"
+#include "stats.h"
+
+struct alex_pstats alex_pstats;
+static struct alex_stats engines; /* closed engines, summed; under reg lock */
+
+void alex_stats_add_engine(const struct alex_stats *s)
+{
+	engines.commits += s->commits;
+	engines.records += s->records;
+	engines.spills += s->spills;
+	engines.syncs += s->syncs;
+	engines.bytes_logged += s->bytes_logged;
+	engines.bytes_raw += s->bytes_raw;
+	engines.blocks_logged += s->blocks_logged;
+	engines.blocks_compressed += s->blocks_compressed;
+	engines.dedup_hits += s->dedup_hits;
+	engines.checkpoints += s->checkpoints;
+	engines.checkpoint_blocks += s->checkpoint_blocks;
+	engines.checkpoint_failures += s->checkpoint_failures;
+	engines.recovered_commits += s->recovered_commits;
+	engines.remote_commits += s->remote_commits;
+}
+
+static void expand(const char *pattern, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p && n + 24 < cap; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			n += (size_t)snprintf(out + n, cap - n, "%d", (int)getpid());
+			p++;
+		} else {
+			out[n++] = *p;
+		}
+	}
+	out[n] = 0;
+}
+
+#define C(x) (unsigned long long)(x)
+
+void alex_stats_write(void)
+{
+	char path[4200], buf[4096];
+	struct alex_stats e;
+	const struct alex_pstats *p = &alex_pstats;
+
+	if (!alex_cfg.stats_path[0])
+		return;
+	alex_pdb_sum_live(&e); /* open engines plus those already closed */
+	e.commits += engines.commits;
+	e.records += engines.records;
+	e.spills += engines.spills;
+	e.syncs += engines.syncs;
+	e.bytes_logged += engines.bytes_logged;
+	e.bytes_raw += engines.bytes_raw;
+	e.blocks_logged += engines.blocks_logged;
+	e.blocks_compressed += engines.blocks_compressed;
+	e.dedup_hits += engines.dedup_hits;
+	e.checkpoints += engines.checkpoints;
+	e.checkpoint_blocks += engines.checkpoint_blocks;
+	e.checkpoint_failures += engines.checkpoint_failures;
+	e.recovered_commits += engines.recovered_commits;
+	e.remote_commits += engines.remote_commits;
+	int n = snprintf(buf, sizeof buf,
+		"{\n  \"pid\": %d,\n  \"sync_mode\": \"%s\",\n"
+		"  \"intercepted\": {\"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
+		"\"writes\": %llu, \"write_bytes\": %llu, \"syncs_requested\": %llu, "
+		"\"journal_syncs_elided\": %llu, \"dir_syncs_elided\": %llu, "
+		"\"reserved_releases\": %llu, \"refreshes\": %llu, \"mmaps_refused\": %llu},\n"
+		"  \"engine\": {\"commits\": %llu, \"records\": %llu, \"spills\": %llu, "
+		"\"log_syncs\": %llu, \"bytes_logged\": %llu, \"bytes_raw\": %llu, "
+		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"dedup_hits\": %llu, "
+		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_failures\": %llu, "
+		"\"recovered_commits\": %llu, \"remote_commits\": %llu}\n}\n",
+		(int)getpid(),
+		alex_cfg.engine.sync == ALEX_SYNC_FULL ? "full"
+		: alex_cfg.engine.sync == ALEX_SYNC_NORMAL ? "normal" : "off",
+		C(p->opens), C(p->reads), C(p->read_bytes), C(p->writes), C(p->write_bytes),
+		C(p->syncs_requested), C(p->journal_syncs_elided), C(p->dir_syncs_elided),
+		C(p->reserved_releases), C(p->refreshes), C(p->mmaps_refused), C(e.commits),
+		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),
+		C(e.blocks_logged), C(e.blocks_compressed), C(e.dedup_hits), C(e.checkpoints),
+		C(e.checkpoint_blocks), C(e.checkpoint_failures), C(e.recovered_commits),
+		C(e.remote_commits));
+	expand(alex_cfg.stats_path, path, sizeof path);
+	int fd = REAL(open)(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		alex_log(ALEX_LOG_ERROR, "ALEX_STATS=%s: cannot write %s", alex_cfg.stats_path, path);
+		return;
+	}
+	if (REAL(write)(fd, buf, (size_t)n) != n)
+		alex_log(ALEX_LOG_ERROR, "ALEX_STATS: short write to %s", path);
+	REAL(close)(fd);
+}

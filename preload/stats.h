@@ -1,0 +1,29 @@
+/* stats.h - process-wide counters of libalex.so (stats.c). */
+#ifndef ALEX_PRELOAD_STATS_H
+#define ALEX_PRELOAD_STATS_H
+
+#include <stdint.h>
+
+#include "alex.h"
+
+struct alex_pstats {
+	uint64_t opens, reads, read_bytes, writes, write_bytes;
+	uint64_t syncs_requested;      /* SQLite's fsync/fdatasync of a database */
+	uint64_t journal_syncs_elided; /* of an in-memory journal */
+	uint64_t dir_syncs_elided;
+	uint64_t reserved_releases;    /* SQLite releasing RESERVED: a boundary */
+	uint64_t refreshes, mmaps_refused;
+};
+
+extern struct alex_pstats alex_pstats;
+
+#define ALEX_COUNT(field, n) __atomic_add_fetch(&alex_pstats.field, (n), __ATOMIC_RELAXED)
+
+/* Adds a closing engine's counters to the process totals (registry lock). */
+void alex_stats_add_engine(const struct alex_stats *s);
+/* Sums the counters of engines still open (pdb.c). */
+void alex_pdb_sum_live(struct alex_stats *out);
+/* Writes ALEX_STATS, if set (at exit). */
+void alex_stats_write(void);
+
+#endif

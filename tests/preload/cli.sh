@@ -1,0 +1,92 @@
+#!/bin/bash
+# cli.sh BUILD - alex-run, the alex tool, ALEX_* settings and exec, as a
+# user meets them.
+set -u
+B=$(cd "${1:?usage: cli.sh BUILD}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /tmp/alex-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+lib=$B/libalex.so
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+t() { local what=$1; shift; if "$@"; then ok; else no "$what"; fi; }
+
+# a bad value: one line naming it and the accepted values; tracked files
+# refused with EINVAL; untracked files unaffected
+ALEX_SYNC=fast LD_PRELOAD=$lib sqlite3 bad.db 'create table t(x)' >out 2>err
+rc=$?
+t "bad ALEX_SYNC fails the database open" [ $rc -ne 0 ]
+t "bad ALEX_SYNC: one line naming the variable" \
+	[ "$(grep -c 'ALEX_SYNC=fast is invalid (accepted: full, normal, off)' err)" = 1 ]
+t "bad ALEX_SYNC: nothing written" [ ! -s bad.db ] && [ ! -e bad.db-alex ]
+t "bad value leaves untracked files alone" \
+	[ "$(ALEX_MEMORY_KB=12abc LD_PRELOAD=$lib cat "$here/sqlrun.py" 2>/dev/null | md5sum)" = "$(md5sum <"$here/sqlrun.py")" ]
+ALEX_MEMORY_KB=12abc LD_PRELOAD=$lib /bin/true 2>err
+t "bad ALEX_MEMORY_KB named" grep -q 'ALEX_MEMORY_KB=12abc is invalid (accepted: a whole number from 64 to 1048576)' err
+ALEX_KEY_FILE=/nonexistent LD_PRELOAD=$lib /bin/true 2>err
+t "unsupported ALEX_KEY_FILE refused, not ignored" grep -q 'ALEX_KEY_FILE=.*not supported' err
+
+# ALEX_MODE=off passes everything through
+ALEX_MODE=off LD_PRELOAD=$lib sqlite3 off.db 'create table t(x); insert into t values(1)'
+t "ALEX_MODE=off creates no log" [ ! -e off.db-alex ]
+
+# alex-run
+t "alex-run --help" "$B/alex-run" --help >/dev/null
+t "alex-run --version" [ "$("$B/alex-run" --version)" = "alex-run 0.1.0" ]
+"$B/alex-run" --sync=sometimes true 2>/dev/null
+t "alex-run rejects a bad --sync" [ $? -eq 2 ]
+"$B/alex-run" -- sh -c 'exit 7'
+t "alex-run returns the command's status" [ $? -eq 7 ]
+t "alex-run appends to LD_PRELOAD" [ "$(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1 \
+	"$B/alex-run" sh -c 'echo $LD_PRELOAD')" = "$lib:/usr/lib/x86_64-linux-gnu/libz.so.1" ]
+"$B/alex-run" --sync=normal --stats=stats.json sqlite3 run.db \
+	"pragma mmap_size=268435456; create table t(x);
+	 with recursive c(i) as (select 1 union all select i + 1 from c where i < 3000)
+	 insert into t select printf('%.*c', 100, 'm') from c" >/dev/null
+t "alex-run --stats writes JSON" python3 -c "import json; d = json.load(open('stats.json')); \
+	assert d['sync_mode'] == 'normal' and d['engine']['commits'] >= 2, d"
+"$B/alex-run" sqlite3 run.db "pragma mmap_size=268435456; select count(*) from t" >out
+t "mmap_size > 0 under ALEX reads right" [ "$(tail -n 1 out)" = 3000 ]
+"$B/alex-run" python3 -c "
+import errno, mmap, os
+fd = os.open('run.db', os.O_RDONLY)
+try:
+    mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+except OSError as e:
+    assert e.errno == errno.ENODEV, e
+else:
+    raise SystemExit('mapped')"
+t "mmap of a tracked database is refused with ENODEV" [ $? -eq 0 ]
+
+# the alex tool refuses a database in use, checkpoints one that is not
+ALEX_CHECKPOINT_ON_CLOSE=0 "$B/alex-run" sqlite3 tool.db 'create table t(x); insert into t values(42)'
+t "log left dirty" "$B/alex" verify tool.db >/dev/null
+sqlite3 tool.db 'select * from t' >/dev/null 2>&1
+t "plain SQLite refuses the dirty database" [ $? -ne 0 ]
+"$B/alex-run" python3 -c "
+import sqlite3, time, sys
+c = sqlite3.connect('tool.db'); c.execute('begin immediate'); print('held', flush=True); time.sleep(2)" | head -1 >/dev/null &
+sleep 1
+"$B/alex" checkpoint tool.db 2>err
+t "alex checkpoint refuses a database in use" [ $? -ne 0 ]
+t "... and says why" grep -q 'in use' err
+wait
+t "alex checkpoint" "$B/alex" checkpoint tool.db
+t "plain SQLite reads it after" [ "$(sqlite3 tool.db 'select * from t')" = 42 ]
+"$B/alex" stat missing.db 2>err
+t "alex on a missing file: one line naming it" grep -q '^alex: missing.db: No such file' err
+
+# exec: a program under ALEX replaces itself with another one on the same
+# database; close-on-exec descriptors are forgotten, the new image starts clean
+"$B/alex-run" python3 -c "
+import os, sqlite3
+c = sqlite3.connect('exec.db', isolation_level=None)
+c.execute('create table t(x)'); c.execute('insert into t values(5)')
+os.execvp('sqlite3', ['sqlite3', 'exec.db', 'insert into t values(6); select sum(x) from t'])" >out
+t "exec under ALEX" [ "$(cat out)" = 11 ]
+t "after exec, plain SQLite agrees" [ "$(sqlite3 exec.db 'select sum(x) from t')" = 11 ]
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
