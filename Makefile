@@ -55,7 +55,10 @@ $(B)/tests/sqlrun-dyn: tests/preload/sqlrun.c | $(B)/tests
 $(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -ldl -lpthread
 
-PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static
+$(B)/tests/notes: examples/notes.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+
+PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
 CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
@@ -63,6 +66,7 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/strace.sh $(B)
 	tests/preload/concurrency.sh $(B)
 	tests/preload/cli.sh $(B)
+	examples/run.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000
