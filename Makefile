@@ -99,7 +99,7 @@ $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
 
 demo: deps
 	$(MAKE) all
-	$(B)/alex-microbench
+	tools/alex-demo $(B)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/alex $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin

@@ -46,12 +46,11 @@ static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
 		return rc;
 	enum alex_role role = alex_match(path, dbpath, sizeof dbpath);
 	if (role == ROLE_DB && rc == 0 && S_ISREG(st->st_mode)) {
-		if (alex_abs_path(dirfd, path, abs, sizeof abs) == 0) {
-			struct pdb *db = alex_pdb_find(abs);
-			if (db && db->dev == st->st_dev && db->ino == st->st_ino)
-				set_size(st, db);
-			alex_pdb_put(db);
-		}
+		/* the real call named the file: no second lookup by path */
+		struct pdb *db = alex_pdb_find_id(st->st_dev, st->st_ino);
+		if (db)
+			set_size(st, db);
+		alex_pdb_put(db);
 	} else if (role == ROLE_JOURNAL && rc != 0 && errno == ENOENT) {
 		if (alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0) {
 			struct pdb *db = alex_pdb_find(abs);

@@ -119,6 +119,18 @@ out:
 	return err;
 }
 
+struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino)
+{
+	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
+		return NULL;
+	pthread_mutex_lock(&reg);
+	struct pdb *p = lookup(dev, ino);
+	if (p)
+		p->refs++;
+	pthread_mutex_unlock(&reg);
+	return p;
+}
+
 struct pdb *alex_pdb_find(const char *path)
 {
 	struct stat st;

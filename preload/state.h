@@ -59,6 +59,8 @@ struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role);
 int alex_pdb_get(int fd, const char *path, struct pdb **out);
 /* The pdb of an open database at path, or NULL (with a reference). */
 struct pdb *alex_pdb_find(const char *path);
+/* The same, by the file's identity. */
+struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 void alex_pdb_put(struct pdb *db);
 /* Any pdb waiting to drop SQLite's directory sync? (cheap, no lock) */
 extern int alex_pdb_dirsync_pending;

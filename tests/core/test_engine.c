@@ -190,24 +190,39 @@ Test(engine, compression_off_and_threshold)
 	alex_close(db);
 }
 
-Test(engine, log_is_preallocated_in_steps)
+Test(engine, log_grows_in_doubling_steps_of_written_zeros)
 {
-	cfg.prealloc_bytes = 64u << 10;
+	cfg.prealloc_bytes = 256u << 10;
+	cfg.checkpoint_bytes = 64u << 20; /* no epoch reuse in this test */
 	cfg.compress = ALEX_COMPRESS_OFF;
 	alex_db *db = open_db();
 	uint8_t b[BLK];
-	size_t len;
+	size_t len, last = 0;
+	int grew = 0;
 
-	for (uint32_t t = 1; t <= 40; t++) {
+	for (uint32_t t = 1; t <= 200; t++) {
 		fill_block(b, t, t);
 		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)t * BLK), 0);
+		uint64_t before = alex_mem_ops(mem);
 		cr_assert_eq(alex_commit(db), 0);
-		alex_mem_get(mem, LOG, &len);
-		cr_assert_eq((len - 2 * BLK) % (64u << 10), 0, "log size %zu", len);
+		const uint8_t *log = alex_mem_get(mem, LOG, &len);
 		struct alex_stats st;
 		alex_stats(db, &st);
 		cr_assert_geq(len, 2 * BLK + st.log_used);
+		if (len != last) {
+			/* growing: step = what the log has, from 64 KiB to 256 KiB */
+			if (last)
+				cr_assert_eq(len - last, last - 2 * BLK < (256u << 10) ?
+							 last - 2 * BLK : (256u << 10));
+			for (size_t i = 2 * BLK + st.log_used; i < len; i++)
+				cr_assert_eq(log[i], 0, "the grown space is written zeros");
+			grew++;
+			last = len;
+		} else if (t > 1) {
+			cr_assert_eq(alex_mem_ops(mem) - before, 2, "not growing: one write, one sync");
+		}
 	}
+	cr_expect_leq(grew, 12);
 	alex_close(db);
 }
 
