@@ -77,10 +77,11 @@ deps:
 # The fuzzer runs for FUZZ_SECONDS inside check when clang is present.
 FUZZ_SECONDS ?= 60
 check: deps
-	$(MAKE) all $(B)/test-core
+	$(MAKE) all $(B)/test-core $(PRELOAD_TESTS)
 	@if command -v clang >/dev/null 2>&1; then \
 		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS); \
 	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
+	$(MAKE) check-preload
 	$(B)/test-core --jobs=2
 
 check-asan: deps
