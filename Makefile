@@ -66,6 +66,7 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/strace.sh $(B)
 	tests/preload/concurrency.sh $(B)
 	tests/preload/cli.sh $(B)
+	tests/preload/full.sh $(B)
 	examples/run.sh $(B)
 
 torture: all

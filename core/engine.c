@@ -418,6 +418,9 @@ static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **
 		else if ((err = spill(db)))
 			return err;
 	}
+	/* room in the log for the record this block will be part of */
+	if ((err = alex_log_reserve(db, db->col.used + 1)))
+		return err;
 	if ((slot = alex_col_add(&db->col, key)) < 0)
 		return ALEX_ENOMEM;
 	*out = alex_col_slot(&db->col, (uint32_t)slot);
@@ -447,8 +450,17 @@ int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint6
 		size_t n = ALEX_BLOCK - in < len - done ? ALEX_BLOCK - in : len - done;
 		uint8_t *slot;
 
-		if ((err = slot_for(db, f, blk, n == ALEX_BLOCK, &slot)))
-			return err;
+		if ((err = slot_for(db, f, blk, n == ALEX_BLOCK, &slot))) {
+			/* The log is full.  A write that changes nothing needs no
+			 * room -- SQLite rolling back after SQLITE_FULL rewrites
+			 * committed pages, and must be able to. */
+			uint8_t *cur = db->scratch + ALEX_BLOCK;
+			if ((err != ENOSPC && err != EDQUOT) || load_block(db, f, blk, cur) ||
+			    memcmp(cur + in, src + done, n) != 0)
+				return err;
+			done += n;
+			continue;
+		}
 		memcpy(slot + in, src + done, n);
 		done += n;
 		if (pos + n > db->size[f])

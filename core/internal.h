@@ -108,6 +108,10 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
 int alex_log_sync(struct alex_db *db);
 int alex_log_new_epoch(struct alex_db *db);
+/* Grows the log so that a record of this many blocks fits after the end:
+ * a full disk then surfaces as SQLite writes a page (SQLITE_FULL), not
+ * later when it syncs. */
+int alex_log_reserve(struct alex_db *db, uint32_t blocks);
 /* Writes the current header into its slot again, and syncs. */
 int alex_log_rewrite_header(struct alex_db *db);
 /* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
