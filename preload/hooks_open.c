@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -109,6 +110,24 @@ static int fail(int err)
 	return -1;
 }
 
+/*
+ * Puts fd in the table as a new open file description of db (whose
+ * reference it takes over).  On failure fd is closed, errno set, NULL.
+ */
+static struct ofd *track(int fd, struct pdb *db, enum alex_role role)
+{
+	struct ofd *o = alex_ofd_new(db, role);
+	int err = ENOMEM;
+
+	if (o && !(err = alex_fd_set(fd, o)))
+		return o;
+	REAL(close)(fd);
+	free(o); /* never in the table: no references to drop but db's */
+	alex_pdb_put(db);
+	errno = err;
+	return NULL;
+}
+
 static int open_journal(enum open_kind k, int dirfd, const char *path, const char *dbpath,
 			int flags, mode_t mode)
 {
@@ -157,16 +176,7 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
 		alex_pdb_put(db);
 		return fail(err);
 	}
-	struct ofd *o = alex_ofd_new(db, ROLE_JOURNAL); /* owns the reference */
-	if (!o || (err = alex_fd_set(fd, o))) {
-		REAL(close)(fd);
-		if (o)
-			alex_ofd_put(o);
-		else
-			alex_pdb_put(db);
-		return fail(o ? err : ENOMEM);
-	}
-	return fd;
+	return track(fd, db, ROLE_JOURNAL) ? fd : -1;
 }
 
 /*
@@ -225,15 +235,9 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 		REAL(close)(fd);
 		return fail(err);
 	}
-	struct ofd *o = alex_ofd_new(db, ROLE_DB);
-	if (!o || (err = alex_fd_set(fd, o))) {
-		REAL(close)(fd);
-		if (o)
-			alex_ofd_put(o);
-		else
-			alex_pdb_put(db);
-		return fail(o ? err : ENOMEM);
-	}
+	struct ofd *o = track(fd, db, ROLE_DB);
+	if (!o)
+		return -1;
 	o->append = (flags & O_APPEND) != 0;
 	ALEX_COUNT(opens, 1);
 	if (flags & O_TRUNC) {

@@ -111,6 +111,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 			 (unsigned long long)s.recovered_commits, (unsigned long long)s.stop_offset,
 			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
 	dir_identity(p);
+	ALEX_COUNT(engines, 1);
 	p->next = head;
 	head = p;
 out:

@@ -75,7 +75,7 @@ void alex_stats_write(void)
 	e.remote_commits += engines.remote_commits;
 	int n = snprintf(buf, sizeof buf,
 		"{\n  \"pid\": %d,\n  \"sync_mode\": \"%s\",\n"
-		"  \"intercepted\": {\"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
+		"  \"intercepted\": {\"engines\": %llu, \"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
 		"\"writes\": %llu, \"write_bytes\": %llu, \"syncs_requested\": %llu, "
 		"\"journal_syncs_elided\": %llu, \"dir_syncs_elided\": %llu, "
 		"\"reserved_releases\": %llu, \"refreshes\": %llu, \"mmaps_refused\": %llu},\n"
@@ -87,7 +87,7 @@ void alex_stats_write(void)
 		(int)getpid(),
 		alex_cfg.engine.sync == ALEX_SYNC_FULL ? "full"
 		: alex_cfg.engine.sync == ALEX_SYNC_NORMAL ? "normal" : "off",
-		C(p->opens), C(p->reads), C(p->read_bytes), C(p->writes), C(p->write_bytes),
+		C(p->engines), C(p->opens), C(p->reads), C(p->read_bytes), C(p->writes), C(p->write_bytes),
 		C(p->syncs_requested), C(p->journal_syncs_elided), C(p->dir_syncs_elided),
 		C(p->reserved_releases), C(p->refreshes), C(p->mmaps_refused), C(e.commits),
 		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),

@@ -7,6 +7,7 @@
 #include "alex.h"
 
 struct alex_pstats {
+	uint64_t engines;              /* databases opened (one per inode) */
 	uint64_t opens, reads, read_bytes, writes, write_bytes;
 	uint64_t syncs_requested;      /* SQLite's fsync/fdatasync of a database */
 	uint64_t journal_syncs_elided; /* of an in-memory journal */

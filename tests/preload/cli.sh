@@ -88,5 +88,39 @@ os.execvp('sqlite3', ['sqlite3', 'exec.db', 'insert into t values(6); select sum
 t "exec under ALEX" [ "$(cat out)" = 11 ]
 t "after exec, plain SQLite agrees" [ "$(sqlite3 exec.db 'select sum(x) from t')" = 11 ]
 
+# one file, many names (relative, "..", symlink, hard link): one engine
+sqlite3 names.db 'create table t(x)'
+mkdir -p sub && ln -s names.db link.db && ln names.db hard.db
+"$B/alex-run" --stats=names.json python3 -c "
+import sqlite3, os
+c = [sqlite3.connect(p, isolation_level=None, timeout=10)
+     for p in ('names.db', 'sub/../names.db', os.path.abspath('names.db'))]
+for i, k in enumerate(c):
+    k.execute('insert into t values(?)', (i,))
+for p in ('link.db', 'hard.db'):
+    k = sqlite3.connect(p, isolation_level=None, timeout=10)
+    k.execute('insert into t values(9)')
+    assert k.execute('select count(*) from t').fetchone()[0] >= 4
+    k.close()
+for k in c:
+    k.close()" 2>err || echo "names: $(cat err)"
+t "every name of one file shares one engine" python3 -c "import json; \
+	d = json.load(open('names.json')); assert d['intercepted']['engines'] == 1, d"
+t "... and sees every row" [ "$(sqlite3 names.db 'select count(*) from t')" = 5 ]
+
+# a hot journal left by a crash of a program without ALEX: SQLite under
+# ALEX must see it and roll it back
+python3 -c "
+import os, signal, sqlite3
+c = sqlite3.connect('hot.db', isolation_level=None)
+c.execute('pragma cache_size=5'); c.execute('create table t(x)')
+c.execute('insert into t values(1)')
+c.execute('begin')
+c.executemany('insert into t values(?)', [(i,) for i in range(20000)])
+os.kill(os.getpid(), signal.SIGKILL)" 2>/dev/null
+t "a hot journal was left" [ -s hot.db-journal ]
+t "under ALEX it is rolled back" [ "$("$B/alex-run" sqlite3 hot.db 'select count(*) from t; pragma integrity_check' | tr '\n' ' ')" = "1 ok " ]
+t "... and gone" [ ! -e hot.db-journal ]
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
