@@ -89,7 +89,7 @@ check-asan: deps
 	$(MAKE) B=build-asan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		build-asan/test-core
-	ASAN_OPTIONS=detect_leaks=1 build-asan/test-core --jobs=2
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=tests/lsan.supp build-asan/test-core --jobs=2
 
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-std=gnu11 -D_GNU_SOURCE -Icore $(WARN)

@@ -61,7 +61,7 @@ struct alex_config {
 	enum alex_compress compress;
 	unsigned compress_min_saving_pct; /* keep lz4 output only if it saves this much */
 	uint64_t memory_bytes;            /* collector + record buffer budget */
-	uint64_t prealloc_bytes;          /* fallocate the log ahead in steps of this */
+	uint64_t prealloc_bytes;          /* largest step the log grows by (zeros) */
 	uint64_t checkpoint_bytes;        /* checkpoint when the log holds this much */
 	unsigned sync_ms;                 /* NORMAL: longest a commit stays unsynced */
 	uint64_t extent_bytes;            /* NORMAL: sync once this much is unsynced */

@@ -110,14 +110,14 @@ t "... and sees every row" [ "$(sqlite3 names.db 'select count(*) from t')" = 5 
 
 # a hot journal left by a crash of a program without ALEX: SQLite under
 # ALEX must see it and roll it back
-python3 -c "
+( python3 -c "
 import os, signal, sqlite3
 c = sqlite3.connect('hot.db', isolation_level=None)
 c.execute('pragma cache_size=5'); c.execute('create table t(x)')
 c.execute('insert into t values(1)')
 c.execute('begin')
 c.executemany('insert into t values(?)', [(i,) for i in range(20000)])
-os.kill(os.getpid(), signal.SIGKILL)" 2>/dev/null
+os.kill(os.getpid(), signal.SIGKILL)" ) 2>/dev/null
 t "a hot journal was left" [ -s hot.db-journal ]
 t "under ALEX it is rolled back" [ "$("$B/alex-run" sqlite3 hot.db 'select count(*) from t; pragma integrity_check' | tr '\n' ' ')" = "1 ok " ]
 t "... and gone" [ ! -e hot.db-journal ]
