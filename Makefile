@@ -67,6 +67,7 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/concurrency.sh $(B)
 	tests/preload/cli.sh $(B)
 	tests/preload/full.sh $(B)
+	tests/preload/regress.sh $(B)
 	examples/run.sh $(B)
 
 torture: all

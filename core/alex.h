@@ -129,6 +129,13 @@ int alex_commit(alex_db *db);
  */
 int alex_refresh(alex_db *db);
 
+/*
+ * Drops the open transaction -- collected pages, spills, truncations -- and
+ * rebuilds the committed view from the log.  For a forked child, whose copy
+ * of the engine holds its parent's unfinished transaction.
+ */
+int alex_discard(alex_db *db);
+
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);
 

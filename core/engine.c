@@ -600,19 +600,15 @@ int alex_sync(alex_db *db)
 	return err;
 }
 
-int alex_refresh(alex_db *db)
+static int reload(alex_db *db, int force)
 {
 	struct alex_loghdr h;
 	int err;
 
-	if (db->failed)
-		return ALEX_EFAILED;
-	if (txn_open(db))
-		return 0;
 	if ((err = alex_log_read_header(db, &h)) ||
 	    (err = db->io.ops->size(db->io.ctx, db->log_fd, &db->alloc_end)))
 		return err;
-	if (h.epoch != db->hdr.epoch || memcmp(h.uuid, db->hdr.uuid, 16) != 0) {
+	if (force || h.epoch != db->hdr.epoch || memcmp(h.uuid, db->hdr.uuid, 16) != 0) {
 		/* another engine checkpointed: the base files hold everything
 		 * the old epoch had; start over from them */
 		alex_map_clear(&db->map);
@@ -631,6 +627,28 @@ int alex_refresh(alex_db *db)
 		db->limit[f] = db->climit[f];
 	}
 	return 0;
+}
+
+int alex_refresh(alex_db *db)
+{
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (txn_open(db))
+		return 0;
+	return reload(db, 0);
+}
+
+int alex_discard(alex_db *db)
+{
+	if (!txn_open(db))
+		return 0;
+	alex_col_clear(&db->col);
+	alex_map_clear(&db->pending);
+	db->txn_truncated = 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->trunc[f] = ALEX_NO_TRUNC;
+	/* the committed map may already hold the dropped truncations' cuts */
+	return reload(db, 1);
 }
 
 int alex_checkpoint(alex_db *db)

@@ -85,6 +85,14 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 	struct ofd *o = alex_fd_get(fd);
 
 	if (o && o->role == ROLE_SHM) {
+		/* a checkpoint ends with the release of its lock: with
+		 * synchronous=OFF there is no sync of the database to mark it,
+		 * and the WAL may be restarted over the pages right after */
+		const struct flock *l = arg;
+		if ((cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) &&
+		    l && l->l_type == F_UNLCK && l->l_whence == SEEK_SET &&
+		    covers(l, SHM_CKPT_LOCK, SHM_CKPT_LOCK) && alex_pdb_commit(o->db) != 0)
+			return -1;
 		int r = real(fd, cmd, arg);
 		if (r == 0 && shm_begins(cmd, arg)) {
 			int saved = errno;

@@ -37,6 +37,8 @@ static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
 		errno = EINVAL;
 		return -1;
 	}
+	if (o->db->shm_fd >= 0)
+		alex_pdb_wal_check(o->db); /* WAL mode: others' checkpoints */
 	pthread_mutex_lock(&o->db->mu);
 	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
 	pthread_mutex_unlock(&o->db->mu);
@@ -52,6 +54,11 @@ static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 		return -1;
 	}
 	pthread_mutex_lock(&o->db->mu);
+	if (o->append) { /* Linux: pwrite on an O_APPEND file appends */
+		uint64_t size;
+		alex_size(o->db->eng, ALEX_FILE_DB, &size);
+		off = (int64_t)size;
+	}
 	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
 	pthread_mutex_unlock(&o->db->mu);
 	ALEX_COUNT(writes, 1);
@@ -69,15 +76,48 @@ ALEX_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 	struct ofd *o = dbo(fd);
 	return o ? db_pread(o, buf, n, off) : REAL(pread64)(fd, buf, n, off);
 }
+static int all_zero(const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * A journal's header zeroed (PERSIST) or the journal truncated to nothing
+ * (TRUNCATE) or deleted (DELETE, hooks_path.c) is the moment SQLite's
+ * rollback protocol calls the transaction committed.  It is the only mark
+ * some configurations show (locking_mode=EXCLUSIVE with synchronous=OFF),
+ * so it is a commit boundary too.
+ */
+static ssize_t journal_done(struct ofd *o, ssize_t r)
+{
+	if (r >= 0 && alex_pdb_commit(o->db) != 0)
+		return -1;
+	return r;
+}
+
 ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	struct ofd *o = dbo(fd);
-	return o ? db_pwrite(o, buf, n, off) : REAL(pwrite)(fd, buf, n, off);
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DB)
+		return db_pwrite(o, buf, n, off);
+	ssize_t r = REAL(pwrite)(fd, buf, n, off);
+	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
+		return journal_done(o, r);
+	return r;
 }
 ALEX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 {
-	struct ofd *o = dbo(fd);
-	return o ? db_pwrite(o, buf, n, off) : REAL(pwrite64)(fd, buf, n, off);
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DB)
+		return db_pwrite(o, buf, n, off);
+	ssize_t r = REAL(pwrite64)(fd, buf, n, off);
+	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
+		return journal_done(o, r);
+	return r;
 }
 
 /* read/write at the description's offset */
@@ -237,10 +277,7 @@ ALEX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
 
 static int db_commit(struct ofd *o)
 {
-	pthread_mutex_lock(&o->db->mu);
-	int rc = alex_commit(o->db->eng);
-	pthread_mutex_unlock(&o->db->mu);
-	return (int)ret(rc, 0);
+	return alex_pdb_commit(o->db);
 }
 
 int alex_commit_fd(int fd)
@@ -308,13 +345,23 @@ int alex_truncate_db(struct pdb *db, int64_t size)
 
 ALEX_EXPORT int ftruncate(int fd, off_t size)
 {
-	struct ofd *o = dbo(fd);
-	return o ? db_truncate(o, size) : REAL(ftruncate)(fd, size);
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DB)
+		return db_truncate(o, size);
+	int r = REAL(ftruncate)(fd, size);
+	if (o && o->role == ROLE_JOURNAL && size == 0)
+		return (int)journal_done(o, r);
+	return r;
 }
 ALEX_EXPORT int ftruncate64(int fd, off64_t size)
 {
-	struct ofd *o = dbo(fd);
-	return o ? db_truncate(o, size) : REAL(ftruncate64)(fd, size);
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DB)
+		return db_truncate(o, size);
+	int r = REAL(ftruncate64)(fd, size);
+	if (o && o->role == ROLE_JOURNAL && size == 0)
+		return (int)journal_done(o, r);
+	return r;
 }
 
 /* Returns 0 or an errno (posix_fallocate's convention). */

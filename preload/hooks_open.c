@@ -26,12 +26,24 @@
 #include "stats.h"
 
 static int ready;
+static pid_t owner; /* the process whose tables these are */
+
+void alex_owner_reset(void)
+{
+	owner = getpid();
+}
+
+int alex_vfork_child(void)
+{
+	return getpid() != owner;
+}
 
 __attribute__((constructor)) static void alex_init(void)
 {
 	int saved = errno;
 
 	alex_real_init();
+	alex_owner_reset();
 	alex_config_load();
 	if (alex_fd_init())
 		alex_cfg.mode = ALEX_MODE_OFF;
@@ -198,11 +210,15 @@ static int open_shm(enum open_kind k, int dirfd, const char *path, const char *d
 	struct pdb *db = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) ? NULL
 									  : alex_pdb_find(dabs);
 	if (db) {
+		pthread_mutex_lock(&db->mu);
+		if (db->shm_fd < 0) /* closed at the last close of the database */
+			db->shm_fd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&db->mu);
 		struct ofd *o = alex_ofd_new(db, ROLE_SHM);
 		if (!o)
 			alex_pdb_put(db);
 		else if (alex_fd_set(fd, o))
-			alex_ofd_put(o);
+			free(o), alex_pdb_put(db);
 	}
 	errno = saved;
 	return fd;
@@ -259,18 +275,20 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 
 	if (alex_active() && path)
 		role = alex_match(path, dbpath, sizeof dbpath);
-	if (role == ROLE_SHM && !alex_cfg.bad)
+	if (role == ROLE_SHM && !alex_cfg.bad && !alex_vfork_child())
 		return open_shm(k, dirfd, path, dbpath, flags, mode);
 	if (role == ROLE_NONE || role == ROLE_WAL || role == ROLE_SHM) {
 		if ((flags & O_CREAT) && __atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE))
 			alex_pdb_cancel_dirsync(); /* a real file appears: its dirsync counts */
 		int fd = pass(k, dirfd, path, flags, mode);
-		if (fd >= 0 && alex_fd_get(fd))
+		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
 			alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
 		return fd;
 	}
 	if (alex_cfg.bad)
 		return fail(EINVAL);
+	if (alex_vfork_child()) /* our parent's tables: leave them alone */
+		return pass(k, dirfd, path, flags, mode);
 	int saved = errno, fd;
 	if (role == ROLE_JOURNAL)
 		fd = open_journal(k, dirfd, path, dbpath, flags, mode);
@@ -344,6 +362,8 @@ ALEX_EXPORT int creat64(const char *path, mode_t mode)
 
 int alex_close_hook(int fd)
 {
+	if (alex_fd_get(fd) && alex_vfork_child())
+		return REAL(close)(fd); /* the table is our parent's */
 	struct ofd *o = alex_fd_take(fd);
 	int rc = REAL(close)(fd), saved = errno;
 
@@ -361,6 +381,8 @@ ALEX_EXPORT int close(int fd)
 /* After newfd became a copy of oldfd in the kernel. */
 void alex_dup_track(int oldfd, int newfd)
 {
+	if (alex_vfork_child())
+		return;
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone)
@@ -402,15 +424,37 @@ ALEX_EXPORT int dup3(int fd, int nfd, int flags)
 	return r;
 }
 
+/* Descriptors closed where we cannot see the close: forget them. */
+static void forget_range(unsigned first, unsigned last)
+{
+	int saved = errno;
+	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++)
+		if (alex_fd_get((int)fd))
+			alex_ofd_put(alex_fd_take((int)fd));
+	errno = saved;
+}
+
+ALEX_EXPORT int fclose(FILE *fp)
+{
+	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
+	int r = REAL(fclose)(fp);
+	if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
+		forget_range((unsigned)fd, (unsigned)fd);
+	return r;
+}
+
+ALEX_EXPORT void closefrom(int lowfd)
+{
+	REAL(closefrom)(lowfd);
+	if (lowfd >= 0 && !alex_vfork_child())
+		forget_range((unsigned)lowfd, ~0u);
+}
+
 ALEX_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
 	int r = (int)syscall(SYS_close_range, first, last, flags);
-	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
-		int saved = errno;
-		for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++)
-			if (alex_fd_get((int)fd))
-				alex_ofd_put(alex_fd_take((int)fd));
-		errno = saved;
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !alex_vfork_child()) {
+		forget_range(first, last);
 	}
 	return r;
 }

@@ -40,6 +40,20 @@ static void done(struct pdb *db)
 	alex_pdb_put(db);
 }
 
+/* SQLite deleting its journal (DELETE mode): the transaction is
+ * committed, in SQLite's protocol and so in the log. */
+static int drop_journal(struct pdb *db)
+{
+	REAL(close)(db->jmem);
+	db->jmem = -1;
+	pthread_mutex_unlock(&db->mu);
+	int r = alex_pdb_commit(db);
+	int saved = errno;
+	alex_pdb_put(db);
+	errno = saved;
+	return r;
+}
+
 static int is_db_path(const char *path)
 {
 	return alex_active() && path && alex_match(path, NULL, 0) == ROLE_DB;
@@ -60,12 +74,8 @@ static int do_unlinkat(int dirfd, const char *path, int flags, int rc_if_real)
 {
 	(void)rc_if_real;
 	struct pdb *db = mem_journal(dirfd, path);
-	if (db) {
-		REAL(close)(db->jmem);
-		db->jmem = -1;
-		done(db);
-		return 0;
-	}
+	if (db)
+		return drop_journal(db);
 	int r = REAL(unlinkat)(dirfd, path, flags);
 	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
 		drop_log(dirfd, path);
@@ -75,12 +85,8 @@ static int do_unlinkat(int dirfd, const char *path, int flags, int rc_if_real)
 ALEX_EXPORT int unlink(const char *path)
 {
 	struct pdb *db = mem_journal(AT_FDCWD, path);
-	if (db) {
-		REAL(close)(db->jmem);
-		db->jmem = -1;
-		done(db);
-		return 0;
-	}
+	if (db)
+		return drop_journal(db);
 	int r = REAL(unlink)(path);
 	if (r == 0 && is_db_path(path))
 		drop_log(AT_FDCWD, path);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@
 #include "state.h"
 #include "stats.h"
 
+/* life: held while an engine is made or closed, so that a thread opening
+ * the database cannot race the last close of it (which checkpoints and
+ * briefly opens a descriptor of its own).  Order: life, reg, a pdb's mu. */
+static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t reg = PTHREAD_MUTEX_INITIALIZER;
 static struct pdb *head;
 int alex_pdb_dirsync_pending;
@@ -67,6 +72,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 		return errno;
 	if (!S_ISREG(st.st_mode))
 		return ENOTSUP; /* a device or fifo named *.db: not ours */
+	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
 	struct pdb *p = lookup(st.st_dev, st.st_ino);
 	if (p) {
@@ -87,6 +93,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;
 	p->jmem = -1;
+	p->shm_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
 	int rc = alex_open(canon, &alex_cfg.engine, NULL, &p->eng);
@@ -116,6 +123,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	head = p;
 out:
 	pthread_mutex_unlock(&reg);
+	pthread_mutex_unlock(&life);
 	*out = p;
 	return err;
 }
@@ -165,8 +173,19 @@ void alex_pdb_put(struct pdb *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&reg);
+	if (p->refs > 1) {
+		p->refs--;
+		pthread_mutex_unlock(&reg);
+		return;
+	}
+	pthread_mutex_unlock(&reg);
+	/* perhaps the last reference: decide under life, which also keeps
+	 * new opens out until this one is closed */
+	pthread_mutex_lock(&life);
+	pthread_mutex_lock(&reg);
 	if (--p->refs > 0) {
 		pthread_mutex_unlock(&reg);
+		pthread_mutex_unlock(&life);
 		return;
 	}
 	for (struct pdb **pp = &head; *pp; pp = &(*pp)->next)
@@ -198,9 +217,67 @@ void alex_pdb_put(struct pdb *p)
 		alex_log(ALEX_LOG_WARN, "%s: close: %s", p->path, alex_strerror(rc));
 	if (p->jmem >= 0)
 		REAL(close)(p->jmem);
+	if (p->shm)
+		munmap((void *)p->shm, 4096);
+	if (p->shm_fd >= 0) /* SQLite's own -shm descriptors are closed by now */
+		REAL(close)(p->shm_fd);
+	pthread_mutex_unlock(&life);
 	pthread_mutex_destroy(&p->mu);
 	free(p->path);
 	free(p);
+}
+
+int alex_pdb_commit(struct pdb *db)
+{
+	int saved = errno;
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_commit(db->eng);
+	pthread_mutex_unlock(&db->mu);
+	if (rc) {
+		errno = alex_errno_of(rc);
+		return -1;
+	}
+	errno = saved;
+	return 0;
+}
+
+/*
+ * WAL mode: SQLite may start a read transaction without a lock call of its
+ * own (another connection in this process holds the same read mark), and
+ * then read pages another process checkpointed into the database.  The
+ * wal-index in -shm says when that happened: its checkpoint count of
+ * backfilled frames (offset 96) and the WAL salt (offset 32), which changes
+ * when the WAL restarts.  A change means: catch up with the log.  Reading
+ * it is a few loads from a shared mapping, no system call.
+ */
+void alex_pdb_wal_check(struct pdb *db)
+{
+	if (db->shm_fd < 0)
+		return;
+	pthread_mutex_lock(&db->mu);
+	if (!db->shm) {
+		struct stat st;
+		if (REAL(fstat)(db->shm_fd, &st) == 0 && st.st_size >= 4096) {
+			void *m = REAL(mmap)(NULL, 4096, PROT_READ, MAP_SHARED, db->shm_fd, 0);
+			if (m != MAP_FAILED)
+				db->shm = m;
+		}
+	}
+	if (db->shm) {
+		uint32_t backfill, salt0, salt1;
+		memcpy(&backfill, (const void *)(db->shm + 96), 4);
+		memcpy(&salt0, (const void *)(db->shm + 32), 4);
+		memcpy(&salt1, (const void *)(db->shm + 36), 4);
+		uint64_t sig = ((uint64_t)backfill << 32) ^ salt0 ^ ((uint64_t)salt1 << 16);
+		if (sig != db->shm_sig) {
+			db->shm_sig = sig;
+			int rc = alex_refresh(db->eng);
+			if (rc)
+				alex_log(ALEX_LOG_ERROR, "%s: reading other processes' commits: %s",
+					 db->path, alex_strerror(rc));
+		}
+	}
+	pthread_mutex_unlock(&db->mu);
 }
 
 int alex_pdb_take_dirsync(int fd)
@@ -239,6 +316,7 @@ void alex_pdb_cancel_dirsync(void)
  */
 static void before_fork(void)
 {
+	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
 	for (struct pdb *p = head; p; p = p->next)
 		pthread_mutex_lock(&p->mu);
@@ -249,6 +327,7 @@ static void after_fork(void)
 	for (struct pdb *p = head; p; p = p->next)
 		pthread_mutex_unlock(&p->mu);
 	pthread_mutex_unlock(&reg);
+	pthread_mutex_unlock(&life);
 }
 
 /*
@@ -259,11 +338,18 @@ static void after_fork(void)
  */
 static void child_after_fork(void)
 {
+	alex_owner_reset();
 	for (struct pdb *p = head; p; p = p->next) {
 		if (p->jmem >= 0)
 			REAL(close)(p->jmem);
 		p->jmem = -1;
 		p->skip_dirsync = 0;
+		/* the parent's unfinished transaction is the parent's: if the
+		 * child closed its copies of SQLite's descriptors, the last
+		 * close must not commit it */
+		int rc = alex_discard(p->eng);
+		if (rc)
+			alex_log(ALEX_LOG_ERROR, "%s: after fork: %s", p->path, alex_strerror(rc));
 	}
 	alex_pdb_dirsync_pending = 0;
 	after_fork();

@@ -30,6 +30,9 @@ struct pdb {
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
+	int shm_fd;          /* our copy of SQLite's -shm descriptor (WAL), or -1 */
+	const volatile uint8_t *shm; /* its first 4 KiB, mapped once it exists */
+	uint64_t shm_sig;    /* checkpoint state last seen in it */
 	struct pdb *next;
 };
 
@@ -72,6 +75,17 @@ void alex_pdb_atfork(void);
 /* Classifies a path by name.  For a journal or WAL, db receives the
  * database's path (dbcap bytes). */
 enum alex_role alex_match(const char *path, char *db, size_t dbcap);
+
+/* A vfork()ed child shares our memory until it execs: it must not change
+ * the tables (hooks_open.c). */
+int alex_vfork_child(void);
+void alex_owner_reset(void);
+
+/* Catches an engine up with other processes' checkpoints in WAL mode, which
+ * SQLite may start a read without any lock call we can see (pdb.c). */
+void alex_pdb_wal_check(struct pdb *db);
+/* Commits db's open transaction at a boundary SQLite showed (pdb.c). */
+int alex_pdb_commit(struct pdb *db);
 
 /* Engine result -> errno for the caller. */
 int alex_errno_of(int rc);

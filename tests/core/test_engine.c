@@ -513,3 +513,32 @@ Test(engine, refresh_follows_another_engine)
 	alex_close(c);
 	alex_close(a);
 }
+
+Test(engine, discard_drops_the_open_transaction)
+{
+	uint8_t b[BLK], r[BLK];
+	size_t got;
+	uint64_t sz;
+	alex_db *db = open_db();
+
+	fill_block(b, 1, 0);
+	alex_write(db, ALEX_FILE_DB, b, BLK, 0);
+	alex_write(db, ALEX_FILE_DB, b, BLK, BLK);
+	cr_assert_eq(alex_commit(db), 0);
+	for (uint32_t i = 0; i < 40; i++) { /* spills, then a truncation */
+		fill_block(r, 2, i);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, r, BLK, (uint64_t)i * BLK), 0);
+	}
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 100), 0);
+	cr_assert_eq(alex_discard(db), 0);
+	alex_size(db, ALEX_FILE_DB, &sz);
+	cr_expect_eq(sz, 2 * BLK);
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
+	cr_assert_eq(alex_commit(db), 0); /* nothing to commit */
+	alex_close(db);
+	db = open_db();
+	alex_size(db, ALEX_FILE_DB, &sz);
+	cr_expect_eq(sz, 2 * BLK, "the dropped transaction never reached the log as committed");
+	alex_close(db);
+}

@@ -1,0 +1,115 @@
+#!/bin/bash
+# regress.sh BUILD - scenarios that broke libalex.so in review, each with
+# real SQLite: the result under ALEX must be what plain SQLite gives.
+set -u
+B=$(cd "${1:?usage: regress.sh BUILD}" && pwd)
+tmp=$(mktemp -d /tmp/alex-regress.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+lib=$B/libalex.so
+pass=0 fail=0
+# scenario NAME WANT PYTHON: runs PYTHON (argv[1] = a fresh directory) under
+# ALEX; its last line of output must be WANT
+scenario() {
+	local d=$tmp/$1 out
+	mkdir -p "$d"
+	out=$( (LD_PRELOAD=$lib python3 -c "$3" "$d") 2>&1 | tail -n 1)
+	if [ "$out" = "$2" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1: got '$out', want '$2'"; fi
+}
+
+# subprocess (vfork + close_range in the child) must not touch our tables
+scenario subprocess "11" '
+import sqlite3, subprocess, sys
+c = sqlite3.connect(sys.argv[1] + "/x.db", isolation_level=None)
+c.execute("create table t(x)")
+for i in range(10): c.execute("insert into t values(?)", (i,))
+subprocess.run(["true"])
+c.execute("insert into t values(99)")
+print(c.execute("select count(*) from t").fetchone()[0])'
+
+# WAL + synchronous=OFF: a checkpoint ends with its lock; another process
+# reads right after; then the writer is killed
+scenario wal-sync-off "100 100" '
+import os, signal, sqlite3, subprocess, sys
+db = sys.argv[1] + "/x.db"
+c = sqlite3.connect(db, isolation_level=None)
+c.execute("pragma journal_mode=wal"); c.execute("pragma synchronous=off")
+c.execute("create table t(x)")
+for i in range(100): c.execute("insert into t values(?)", (i,))
+c.execute("pragma wal_checkpoint(truncate)")
+other = subprocess.run([sys.executable, "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from t\").fetchone()[0])", db], capture_output=True, text=True).stdout.strip()
+pid = os.fork()
+if pid == 0:
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitpid(pid, 0)
+r = subprocess.run([sys.executable, "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from t\").fetchone()[0])", db], capture_output=True, text=True).stdout.strip()
+print(other, r)'
+
+# locking_mode=EXCLUSIVE + synchronous=OFF: every COMMIT is a boundary (the
+# journal is finalised), so a kill loses nothing SQLite called committed
+for jm in delete truncate persist; do
+	scenario "exclusive-sync-off-$jm" "100" "
+import os, signal, sqlite3, subprocess, sys
+db = sys.argv[1] + '/x.db'
+pid = os.fork()
+if pid == 0:
+    c = sqlite3.connect(db, isolation_level=None)
+    c.execute('pragma locking_mode=exclusive'); c.execute('pragma synchronous=off')
+    c.execute('pragma journal_mode=$jm')
+    c.execute('create table t(x)')
+    for i in range(100):
+        c.execute('begin'); c.execute('insert into t values(?)', (i,)); c.execute('commit')
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitpid(pid, 0)
+print(sqlite3.connect(db).execute('select count(*) from t').fetchone()[0])"
+done
+
+# WAL: a reader whose read mark another connection of the process already
+# holds takes no lock SQLite shows us; it must still see what another
+# process checkpointed (wal_sibling.py)
+d=$tmp/wal-sibling; mkdir -p "$d"
+out=$(LD_PRELOAD=$lib python3 "$(dirname "$0")/wal_sibling.py" "$d" 2>&1 | tail -n 1)
+if [ "$out" = 50 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL wal-sibling: got '$out'"; fi
+
+# a forked child that closes its copies of the descriptors must not commit
+# the parent unfinished transaction; the parent then dies
+scenario fork-child-close "2000 0 ok" '
+import os, signal, sqlite3, sys
+db = sys.argv[1] + "/x.db"
+pid = os.fork()
+if pid == 0:
+    c = sqlite3.connect(db, isolation_level=None)
+    c.execute("create table t(x)"); c.execute("begin")
+    for i in range(2000): c.execute("insert into t values(?)", ("a" * 200,))
+    c.execute("commit"); c.execute("pragma cache_size=5")
+    c.execute("begin"); c.execute("update t set x = ?", ("b" * 200,))
+    child = os.fork()
+    if child == 0:
+        for f in os.listdir("/proc/self/fd"):
+            try:
+                t = os.readlink("/proc/self/fd/" + f)
+            except OSError:
+                continue
+            if t == os.path.realpath(db) or "alex-journal" in t:
+                os.close(int(f))
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.kill(os.getpid(), signal.SIGKILL)
+os.waitpid(pid, 0)
+c = sqlite3.connect(db)
+a, b = c.execute("select sum(x like \"a%\"), sum(x like \"b%\") from t").fetchone()
+print(a, b, c.execute("pragma integrity_check").fetchone()[0])'
+
+# fdopen + fclose closes a tracked descriptor inside glibc: the number,
+# reused by a pipe, must be a pipe again
+scenario fclose-then-pipe "hello" '
+import os, sys, ctypes
+libc = ctypes.CDLL(None)
+libc.fdopen.restype = ctypes.c_void_p
+fd = os.open(sys.argv[1] + "/x.db", os.O_RDWR | os.O_CREAT, 0o644)
+libc.fclose(ctypes.c_void_p(libc.fdopen(fd, b"r+")))
+r, w = os.pipe()
+os.write(w, b"hello")
+print(os.read(r, 5).decode())'
+
+echo "regress: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
