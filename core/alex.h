@@ -136,6 +136,13 @@ int alex_refresh(alex_db *db);
  */
 int alex_discard(alex_db *db);
 
+/*
+ * ALEX_SYNC_NORMAL: syncs if a commit has waited sync_ms (or extent_bytes
+ * are unsynced).  For a caller's timer, so that an idle program's commits
+ * still become durable within the window.  0 when nothing was due.
+ */
+int alex_sync_if_due(alex_db *db);
+
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);
 

@@ -587,6 +587,14 @@ int alex_commit(alex_db *db)
 	return 0;
 }
 
+int alex_sync_if_due(alex_db *db)
+{
+	if (db->failed || !db->unsynced_commit ||
+	    !alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, alex_now_ns()))
+		return 0;
+	return alex_sync(db);
+}
+
 int alex_sync(alex_db *db)
 {
 	int err;

@@ -6,6 +6,8 @@
  * process's POSIX locks on it, SQLite's included.
  */
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -60,6 +62,61 @@ static void dir_identity(struct pdb *p)
 		p->dir_dev = st.st_dev;
 		p->dir_ino = st.st_ino;
 	}
+}
+
+/*
+ * ALEX_SYNC=normal promises durability within ALEX_SYNC_MS even when the
+ * program stops committing.  A thread, started with the first engine,
+ * wakes every half window and syncs what is due.  It holds no lock while
+ * it sleeps; after fork() the child starts its own when it opens again.
+ */
+static int flusher_started;
+
+static void *flusher(void *arg)
+{
+	(void)arg;
+	struct timespec ts = { 0, (long)alex_cfg.engine.sync_ms * 500000L };
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec = ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+	}
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&reg);
+		for (struct pdb *p = head; p; p = p->next) {
+			pthread_mutex_lock(&p->mu);
+			int rc = alex_sync_if_due(p->eng);
+			pthread_mutex_unlock(&p->mu);
+			if (rc)
+				alex_log(ALEX_LOG_ERROR, "%s: background sync: %s", p->path,
+					 alex_strerror(rc));
+		}
+		pthread_mutex_unlock(&reg);
+	}
+	return NULL;
+}
+
+static void start_flusher(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+
+	if (flusher_started || alex_cfg.engine.sync != ALEX_SYNC_NORMAL)
+		return;
+	flusher_started = 1;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	/* signals are the program's business, not this thread's */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&t, &a, flusher, NULL) != 0) {
+		flusher_started = 0;
+		alex_log(ALEX_LOG_ERROR, "ALEX_SYNC=normal: no background sync thread; "
+					 "commits are synced only when the next one comes");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
 }
 
 int alex_pdb_get(int fd, const char *path, struct pdb **out)
@@ -119,6 +176,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
 	dir_identity(p);
 	ALEX_COUNT(engines, 1);
+	start_flusher();
 	p->next = head;
 	head = p;
 out:
@@ -254,6 +312,7 @@ void alex_pdb_wal_check(struct pdb *db)
 {
 	if (db->shm_fd < 0)
 		return;
+	int saved = errno;
 	pthread_mutex_lock(&db->mu);
 	if (!db->shm) {
 		struct stat st;
@@ -278,6 +337,7 @@ void alex_pdb_wal_check(struct pdb *db)
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
+	errno = saved;
 }
 
 int alex_pdb_take_dirsync(int fd)
@@ -339,6 +399,7 @@ static void after_fork(void)
 static void child_after_fork(void)
 {
 	alex_owner_reset();
+	flusher_started = 0; /* threads do not survive fork */
 	for (struct pdb *p = head; p; p = p->next) {
 		if (p->jmem >= 0)
 			REAL(close)(p->jmem);

@@ -110,17 +110,35 @@ t "... and sees every row" [ "$(sqlite3 names.db 'select count(*) from t')" = 5 
 
 # a hot journal left by a crash of a program without ALEX: SQLite under
 # ALEX must see it and roll it back
-( python3 -c "
+cat >hot.py <<'PY'
 import os, signal, sqlite3
 c = sqlite3.connect('hot.db', isolation_level=None)
 c.execute('pragma cache_size=5'); c.execute('create table t(x)')
 c.execute('insert into t values(1)')
 c.execute('begin')
 c.executemany('insert into t values(?)', [(i,) for i in range(20000)])
-os.kill(os.getpid(), signal.SIGKILL)" ) 2>/dev/null
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+sh -c 'python3 hot.py' 2>/dev/null # sh, not this shell, reports the kill
 t "a hot journal was left" [ -s hot.db-journal ]
 t "under ALEX it is rolled back" [ "$("$B/alex-run" sqlite3 hot.db 'select count(*) from t; pragma integrity_check' | tr '\n' ' ')" = "1 ok " ]
 t "... and gone" [ ! -e hot.db-journal ]
+
+# ALEX_SYNC=normal: a commit is synced within ALEX_SYNC_MS even when the
+# program commits nothing more (the background thread); with a long window,
+# not before it.  The program then dies without closing anything.
+for ms in 100 60000; do
+	ALEX_SYNC=normal ALEX_SYNC_MS=$ms strace -f -y -e trace=fdatasync -o "sync.$ms" \
+		-E LD_PRELOAD="$lib" python3 -c "
+import os, sqlite3, time
+c = sqlite3.connect('normal$ms.db', isolation_level=None)
+c.execute('create table t(x)'); c.execute('insert into t values(1)')
+time.sleep(0.6)
+os._exit(0)"
+done
+t "normal: synced within the window while idle" [ "$(grep -c 'alex>' sync.100)" -ge 1 ]
+t "normal: a 60 s window is not cut short" [ "$(grep -c 'alex>' sync.60000)" = 0 ]
+t "normal: the synced commits survive the kill" [ "$("$B/alex-run" sqlite3 normal100.db 'select count(*) from t')" = 1 ]
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
