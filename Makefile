@@ -17,9 +17,17 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload torture check-asan fuzz demo deps install clean
+.PHONY: all check check-preload check-bench bench torture check-asan fuzz demo deps install clean
 
-all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench
+all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
+	$(B)/alex-bench
+
+BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c
+$(B)/alex-bench: tools/alex-bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/core
+	$(CC) $(ALEX_CFLAGS) -Itools $< $(BENCH_SRC) -o $@ -lsqlite3 -lm
+
+$(B)/test-bench: tests/bench/test_bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) -Itools/bench $< $(BENCH_SRC) -o $@ -lcriterion -lm
 
 $(B)/alex: tools/alex.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
@@ -59,6 +67,17 @@ $(B)/tests/notes: examples/notes.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
+# alex-bench: its statistics and diskstats parser, and a tiny end-to-end run
+check-bench: all $(B)/test-bench
+	$(B)/test-bench
+	$(B)/alex-bench --ops 50 --runs 1 --mode naive,alex --dir $(B)/bench-check \
+		--out $(B)/bench-check/out >/dev/null
+	test "$$(grep -c ',ok,' $(B)/bench-check/out/runs.csv)" = 4
+
+# the quick version of the paper's evaluation: every mode, insert and mixed
+bench: all
+	$(B)/alex-bench --runs 3 --dir $(B)/bench --out $(B)/bench/out
+
 CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
@@ -84,6 +103,7 @@ check: deps
 		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS); \
 	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
 	$(MAKE) check-preload
+	$(MAKE) check-bench
 	$(B)/test-core --jobs=2
 
 check-asan: deps
@@ -109,7 +129,8 @@ install: all
 	install -m 644 $(B)/libalex_core.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libalex.so $(DESTDIR)$(PREFIX)/lib/alex/
 	install -m 644 core/alex.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/alex $(B)/alex-run $(B)/alex-microbench $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(B)/alex $(B)/alex-run $(B)/alex-microbench $(B)/alex-bench \
+		$(DESTDIR)$(PREFIX)/bin/
 	for m in $(MANS); do s=$${m##*.}; \
 		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
