@@ -70,13 +70,14 @@ PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
 # alex-bench: its statistics and diskstats parser, and a tiny end-to-end run
 check-bench: all $(B)/test-bench
 	$(B)/test-bench
-	$(B)/alex-bench --ops 50 --runs 1 --mode naive,alex --dir $(B)/bench-check \
-		--out $(B)/bench-check/out >/dev/null
+	$(B)/alex-bench --ops 50 --runs 1 --strace --mode naive,alex --dir $(B)/bench-check \
+		--out $(B)/bench-check/out >$(B)/bench-check/summary.md
+	grep -q '^| naive | [0-9]* |.*| - | 2[0-9][0-9] |' $(B)/bench-check/summary.md
 	test "$$(grep -c ',ok,' $(B)/bench-check/out/runs.csv)" = 4
 
 # the quick version of the paper's evaluation: every mode, insert and mixed
 bench: all
-	$(B)/alex-bench --runs 3 --dir $(B)/bench --out $(B)/bench/out
+	$(B)/alex-bench --runs 3 --strace --dir $(B)/bench --out $(B)/bench/out
 
 CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)

@@ -189,6 +189,7 @@ struct run {
 	double secs, ops_s;
 	struct bench_summary lat;
 	double syncs; /* -1: not measured */
+	double traced_syncs; /* strace -f -c of a separate run; -1: not run */
 	uint64_t wchar, dev_bytes, flushes, discards;
 	double waf;
 	long rss_kb;
@@ -233,7 +234,7 @@ static void run_one(const struct mode *m, const char *workload, const char *dir,
 	int have_disk;
 
 	memset(r, 0, sizeof *r);
-	r->syncs = -1;
+	r->syncs = r->traced_syncs = -1;
 	if (snprintf(db, sizeof db, "%s/bench.db", dir) >= (int)sizeof db ||
 	    snprintf(stats, sizeof stats, "%s/alex-stats.json", dir) >= (int)sizeof stats ||
 	    snprintf(out, sizeof out, "%s/worker.out", dir) >= (int)sizeof out) {
@@ -317,10 +318,66 @@ static void run_one(const struct mode *m, const char *workload, const char *dir,
 	free(v);
 }
 
+/*
+ * The same run again under strace -f -c, untimed, in its own directory: the
+ * kernel's count of fsync+fdatasync, for every mode, to check ALEX's own.
+ */
+static double traced_syncs(const struct mode *m, const char *workload, const char *dir,
+			   long ops, int payload, uint64_t seed, const char *lib)
+{
+	char db[PATH_MAX + 16], tr[PATH_MAX + 16], lat[PATH_MAX + 16], opsbuf[32], paybuf[16],
+		seedbuf[32], env[PATH_MAX + 16];
+	snprintf(db, sizeof db, "%s/traced.db", dir);
+	snprintf(tr, sizeof tr, "%s/strace.txt", dir);
+	snprintf(lat, sizeof lat, "%s/traced-lat.csv", dir);
+	snprintf(opsbuf, sizeof opsbuf, "%ld", ops);
+	snprintf(paybuf, sizeof paybuf, "%d", payload);
+	snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
+	snprintf(env, sizeof env, "LD_PRELOAD=%s", lib);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 1);
+		if (m->alex) {
+			char set[512], *save = NULL;
+			snprintf(set, sizeof set, "%s", m->alex);
+			for (char *kv = strtok_r(set, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
+				putenv(strdup(kv));
+			execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr,
+			       "-E", env, self_exe, "--worker", m->name, workload, db, opsbuf, paybuf,
+			       seedbuf, lat, (char *)NULL);
+		} else {
+			execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr,
+			       self_exe, "--worker", m->name, workload, db, opsbuf, paybuf, seedbuf, lat,
+			       (char *)NULL);
+		}
+		_exit(127);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	FILE *f = fopen(tr, "r");
+	char line[256];
+	double n = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		double pct, secs, usecs, calls;
+		char name[64];
+		/* "% time seconds usecs/call calls [errors] syscall" */
+		if (sscanf(line, "%lf %lf %lf %lf %63s", &pct, &secs, &usecs, &calls, name) == 5 &&
+		    (strstr(line, "fdatasync") || strstr(line, " fsync")))
+			n += calls;
+	}
+	if (f)
+		fclose(f);
+	return f ? n : -1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: alex-bench [--dir DIR] [--out DIR] [--runs R] [--ops N] [--payload BYTES]\n"
 		   "                  [--workload insert,mixed] [--mode MODE,...] [--lib PATH] [--seed S]\n"
+		   "                  [--strace]\n"
 		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal all,\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
@@ -334,6 +391,7 @@ int main(int argc, char **argv)
 	long ops = 5000;
 	int runs = 5, payload = 100;
 	uint64_t seed = 42;
+	int use_strace = 0;
 	static char exe[PATH_MAX];
 
 	if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
@@ -352,6 +410,10 @@ int main(int argc, char **argv)
 		if (strcmp(a, "--help") == 0) {
 			usage(stdout);
 			return 0;
+		}
+		if (strcmp(a, "--strace") == 0) {
+			use_strace = 1;
+			continue;
 		}
 		if (!v) {
 			usage(stderr);
@@ -443,8 +505,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		printf("### %s\n\n| mode | ops/s | p50 us | p95 us | p99 us | max us | mean us | "
-		       "syncs | write-call MB | device MB | WAF | RSS MB |\n"
-		       "|---|---|---|---|---|---|---|---|---|---|---|---|\n", w);
+		       "syncs | syncs (strace) | write-call MB | device MB | WAF | RSS MB |\n"
+		       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", w);
 		for (int k = 0; k < nm; k++) {
 			struct run r[100];
 			int ok = 0;
@@ -459,12 +521,15 @@ int main(int argc, char **argv)
 				    system(cmd) != 0)
 					return 1;
 				run_one(&modes[k], w, rdir, ops, payload, seed + (uint64_t)i, lib, lat, &r[i]);
+				if (use_strace && !r[i].failed)
+					r[i].traced_syncs = traced_syncs(&modes[k], w, rdir, ops, payload,
+									 seed + (uint64_t)i, lib);
 				fprintf(csv, "%s,%s,%d,%s,%ld,%.6f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,"
-					     "%llu,%llu,%llu,%llu,%.3f,%ld\n",
+					     "%.0f,%llu,%llu,%llu,%llu,%.3f,%ld\n",
 					w, modes[k].name, i + 1, r[i].failed ? "failed" : "ok", r[i].ops,
 					r[i].secs, r[i].ops_s, r[i].lat.mean, r[i].lat.std, r[i].lat.p50,
 					r[i].lat.p95, r[i].lat.p99, r[i].lat.max, r[i].syncs,
-					(unsigned long long)r[i].wchar, (unsigned long long)r[i].dev_bytes,
+					r[i].traced_syncs, (unsigned long long)r[i].wchar, (unsigned long long)r[i].dev_bytes,
 					(unsigned long long)r[i].flushes, (unsigned long long)r[i].discards,
 					r[i].waf, r[i].rss_kb);
 				ok += !r[i].failed;
@@ -473,23 +538,27 @@ int main(int argc, char **argv)
 					return 1;
 			}
 			if (ok < runs) { /* reported, never dropped */
-				printf("| %s | FAILED (%d of %d runs) | | | | | | | | | | |\n", modes[k].name,
+				printf("| %s | FAILED (%d of %d runs) | | | | | | | | | | | |\n", modes[k].name,
 				       runs - ok, runs);
 				any_failed = 1;
 				continue;
 			}
 #define MED(field) ({ double t_[100]; for (int j = 0; j < runs; j++) t_[j] = (field); \
 			bench_median(t_, (size_t)runs); })
-			double syncs = MED(r[j].syncs);
-			char sbuf[32];
+			double syncs = MED(r[j].syncs), traced = MED(r[j].traced_syncs);
+			char sbuf[32], tbuf[32];
 			if (syncs < 0)
 				snprintf(sbuf, sizeof sbuf, "-");
 			else
 				snprintf(sbuf, sizeof sbuf, "%.0f", syncs);
-			printf("| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %.2f | %.2f | "
-			       "%.1f |\n", modes[k].name, MED(r[j].ops_s), MED(r[j].lat.p50),
+			if (traced < 0)
+				snprintf(tbuf, sizeof tbuf, "-");
+			else
+				snprintf(tbuf, sizeof tbuf, "%.0f", traced);
+			printf("| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s | %.2f | %.2f | "
+			       "%.2f | %.1f |\n", modes[k].name, MED(r[j].ops_s), MED(r[j].lat.p50),
 			       MED(r[j].lat.p95), MED(r[j].lat.p99), MED(r[j].lat.max),
-			       MED(r[j].lat.mean), sbuf, MED((double)r[j].wchar) / 1e6,
+			       MED(r[j].lat.mean), sbuf, tbuf, MED((double)r[j].wchar) / 1e6,
 			       MED((double)r[j].dev_bytes) / 1e6, MED(r[j].waf),
 			       MED((double)r[j].rss_kb) / 1024);
 			fflush(stdout);
@@ -497,7 +566,8 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	fclose(csv);
-	printf("medians over %d runs; syncs: ALEX's own count of log syncs (SQLite modes: '-',\n"
-	       "not counted in this version); every run in %s\n", runs, csvpath);
+	printf("medians over %d runs; syncs: ALEX's own count of log syncs (ALEX modes);\n"
+	       "syncs (strace): fsync+fdatasync counted by strace -f -c in a separate run (--strace);\n"
+	       "every run in %s\n", runs, csvpath);
 	return any_failed;
 }
