@@ -70,6 +70,7 @@ PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
 # alex-bench: its statistics and diskstats parser, and a tiny end-to-end run
 check-bench: all $(B)/test-bench
 	$(B)/test-bench
+	mkdir -p $(B)/bench-check
 	$(B)/alex-bench --ops 50 --runs 1 --strace --mode naive,alex --dir $(B)/bench-check \
 		--out $(B)/bench-check/out >$(B)/bench-check/summary.md
 	grep -q '^| naive | [0-9]* |.*| - | 2[0-9][0-9] |' $(B)/bench-check/summary.md
