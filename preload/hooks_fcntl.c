@@ -19,11 +19,16 @@
 
 int alex_commit_fd(int fd);
 
+/* A byte-range lock being set (process or open-file-description kind). */
+static int sets_lock(int cmd, const struct flock *l)
+{
+	return l && l->l_whence == SEEK_SET &&
+	       (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW);
+}
+
 static int releases_reserved(int cmd, const struct flock *l)
 {
-	if (cmd != F_SETLK && cmd != F_SETLKW && cmd != F_OFD_SETLK && cmd != F_OFD_SETLKW)
-		return 0;
-	if (!l || l->l_type != F_UNLCK || l->l_whence != SEEK_SET)
+	if (!sets_lock(cmd, l) || l->l_type != F_UNLCK)
 		return 0;
 	return l->l_start <= SQLITE_RESERVED_BYTE &&
 	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_RESERVED_BYTE);
@@ -33,9 +38,7 @@ static int releases_reserved(int cmd, const struct flock *l)
  * when other processes' commits must become visible. */
 static int takes_shared(int cmd, const struct flock *l)
 {
-	if (cmd != F_SETLK && cmd != F_SETLKW && cmd != F_OFD_SETLK && cmd != F_OFD_SETLKW)
-		return 0;
-	if (!l || l->l_type != F_RDLCK || l->l_whence != SEEK_SET)
+	if (!sets_lock(cmd, l) || l->l_type != F_RDLCK)
 		return 0;
 	return l->l_start <= SQLITE_SHARED_FIRST &&
 	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
@@ -71,9 +74,7 @@ static int covers(const struct flock *l, long lo, long hi)
 /* SQLite starting a WAL read transaction or a checkpoint. */
 static int shm_begins(int cmd, const struct flock *l)
 {
-	if (cmd != F_SETLK && cmd != F_SETLKW && cmd != F_OFD_SETLK && cmd != F_OFD_SETLKW)
-		return 0;
-	if (!l || l->l_whence != SEEK_SET)
+	if (!sets_lock(cmd, l))
 		return 0;
 	if (l->l_type == F_RDLCK && covers(l, SHM_READ_FIRST, SHM_READ_LAST))
 		return 1;
@@ -89,8 +90,7 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 		 * synchronous=OFF there is no sync of the database to mark it,
 		 * and the WAL may be restarted over the pages right after */
 		const struct flock *l = arg;
-		if ((cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) &&
-		    l && l->l_type == F_UNLCK && l->l_whence == SEEK_SET &&
+		if (sets_lock(cmd, l) && l->l_type == F_UNLCK &&
 		    covers(l, SHM_CKPT_LOCK, SHM_CKPT_LOCK) && alex_pdb_commit(o->db) != 0)
 			return -1;
 		int r = real(fd, cmd, arg);

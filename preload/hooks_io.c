@@ -37,9 +37,9 @@ static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
 		errno = EINVAL;
 		return -1;
 	}
+	pthread_mutex_lock(&o->db->mu);
 	if (o->db->shm_fd >= 0)
 		alex_pdb_wal_check(o->db); /* WAL mode: others' checkpoints */
-	pthread_mutex_lock(&o->db->mu);
 	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
 	pthread_mutex_unlock(&o->db->mu);
 	ALEX_COUNT(reads, 1);

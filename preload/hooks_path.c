@@ -70,18 +70,6 @@ static void drop_log(int dirfd, const char *path)
 	errno = saved;
 }
 
-static int do_unlinkat(int dirfd, const char *path, int flags, int rc_if_real)
-{
-	(void)rc_if_real;
-	struct pdb *db = mem_journal(dirfd, path);
-	if (db)
-		return drop_journal(db);
-	int r = REAL(unlinkat)(dirfd, path, flags);
-	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
-		drop_log(dirfd, path);
-	return r;
-}
-
 ALEX_EXPORT int unlink(const char *path)
 {
 	struct pdb *db = mem_journal(AT_FDCWD, path);
@@ -95,7 +83,13 @@ ALEX_EXPORT int unlink(const char *path)
 
 ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-	return do_unlinkat(dirfd, path, flags, 0);
+	struct pdb *db = mem_journal(dirfd, path);
+	if (db)
+		return drop_journal(db);
+	int r = REAL(unlinkat)(dirfd, path, flags);
+	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
+		drop_log(dirfd, path);
+	return r;
 }
 
 static void move_log(int olddir, const char *from, int newdir, const char *to)

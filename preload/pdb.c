@@ -310,10 +310,7 @@ int alex_pdb_commit(struct pdb *db)
  */
 void alex_pdb_wal_check(struct pdb *db)
 {
-	if (db->shm_fd < 0)
-		return;
 	int saved = errno;
-	pthread_mutex_lock(&db->mu);
 	if (!db->shm) {
 		struct stat st;
 		if (REAL(fstat)(db->shm_fd, &st) == 0 && st.st_size >= 4096) {
@@ -336,7 +333,6 @@ void alex_pdb_wal_check(struct pdb *db)
 					 db->path, alex_strerror(rc));
 		}
 	}
-	pthread_mutex_unlock(&db->mu);
 	errno = saved;
 }
 
@@ -430,20 +426,7 @@ void alex_pdb_sum_live(struct alex_stats *out)
 		pthread_mutex_lock(&p->mu);
 		alex_stats(p->eng, &s);
 		pthread_mutex_unlock(&p->mu);
-		out->commits += s.commits;
-		out->records += s.records;
-		out->spills += s.spills;
-		out->syncs += s.syncs;
-		out->bytes_logged += s.bytes_logged;
-		out->bytes_raw += s.bytes_raw;
-		out->blocks_logged += s.blocks_logged;
-		out->blocks_compressed += s.blocks_compressed;
-		out->dedup_hits += s.dedup_hits;
-		out->checkpoints += s.checkpoints;
-		out->checkpoint_blocks += s.checkpoint_blocks;
-		out->checkpoint_failures += s.checkpoint_failures;
-		out->recovered_commits += s.recovered_commits;
-		out->remote_commits += s.remote_commits;
+		alex_stats_sum(out, &s);
 	}
 	pthread_mutex_unlock(&reg);
 }

@@ -82,7 +82,8 @@ int alex_vfork_child(void);
 void alex_owner_reset(void);
 
 /* Catches an engine up with other processes' checkpoints in WAL mode, which
- * SQLite may start a read without any lock call we can see (pdb.c). */
+ * SQLite may start a read without any lock call we can see (pdb.c).  The
+ * caller holds db->mu and has seen db->shm_fd >= 0. */
 void alex_pdb_wal_check(struct pdb *db);
 /* Commits db's open transaction at a boundary SQLite showed (pdb.c). */
 int alex_pdb_commit(struct pdb *db);

@@ -16,22 +16,27 @@
 struct alex_pstats alex_pstats;
 static struct alex_stats engines; /* closed engines, summed; under reg lock */
 
+void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
+{
+	to->commits += s->commits;
+	to->records += s->records;
+	to->spills += s->spills;
+	to->syncs += s->syncs;
+	to->bytes_logged += s->bytes_logged;
+	to->bytes_raw += s->bytes_raw;
+	to->blocks_logged += s->blocks_logged;
+	to->blocks_compressed += s->blocks_compressed;
+	to->dedup_hits += s->dedup_hits;
+	to->checkpoints += s->checkpoints;
+	to->checkpoint_blocks += s->checkpoint_blocks;
+	to->checkpoint_failures += s->checkpoint_failures;
+	to->recovered_commits += s->recovered_commits;
+	to->remote_commits += s->remote_commits;
+}
+
 void alex_stats_add_engine(const struct alex_stats *s)
 {
-	engines.commits += s->commits;
-	engines.records += s->records;
-	engines.spills += s->spills;
-	engines.syncs += s->syncs;
-	engines.bytes_logged += s->bytes_logged;
-	engines.bytes_raw += s->bytes_raw;
-	engines.blocks_logged += s->blocks_logged;
-	engines.blocks_compressed += s->blocks_compressed;
-	engines.dedup_hits += s->dedup_hits;
-	engines.checkpoints += s->checkpoints;
-	engines.checkpoint_blocks += s->checkpoint_blocks;
-	engines.checkpoint_failures += s->checkpoint_failures;
-	engines.recovered_commits += s->recovered_commits;
-	engines.remote_commits += s->remote_commits;
+	alex_stats_sum(&engines, s);
 }
 
 static void expand(const char *pattern, char *out, size_t cap)
@@ -59,20 +64,7 @@ void alex_stats_write(void)
 	if (!alex_cfg.stats_path[0])
 		return;
 	alex_pdb_sum_live(&e); /* open engines plus those already closed */
-	e.commits += engines.commits;
-	e.records += engines.records;
-	e.spills += engines.spills;
-	e.syncs += engines.syncs;
-	e.bytes_logged += engines.bytes_logged;
-	e.bytes_raw += engines.bytes_raw;
-	e.blocks_logged += engines.blocks_logged;
-	e.blocks_compressed += engines.blocks_compressed;
-	e.dedup_hits += engines.dedup_hits;
-	e.checkpoints += engines.checkpoints;
-	e.checkpoint_blocks += engines.checkpoint_blocks;
-	e.checkpoint_failures += engines.checkpoint_failures;
-	e.recovered_commits += engines.recovered_commits;
-	e.remote_commits += engines.remote_commits;
+	alex_stats_sum(&e, &engines);
 	int n = snprintf(buf, sizeof buf,
 		"{\n  \"pid\": %d,\n  \"sync_mode\": \"%s\",\n"
 		"  \"intercepted\": {\"engines\": %llu, \"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "

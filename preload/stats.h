@@ -20,6 +20,8 @@ extern struct alex_pstats alex_pstats;
 
 #define ALEX_COUNT(field, n) __atomic_add_fetch(&alex_pstats.field, (n), __ATOMIC_RELAXED)
 
+/* to += s, for the counters the JSON reports. */
+void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s);
 /* Adds a closing engine's counters to the process totals (registry lock). */
 void alex_stats_add_engine(const struct alex_stats *s);
 /* Sums the counters of engines still open (pdb.c). */
