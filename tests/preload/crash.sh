@@ -13,6 +13,10 @@ tmp=$(mktemp -d /tmp/alex-crash.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export ALEX_CHECKPOINT_MB=1
 pass=0 fail=0
+# the table exists before the first kill, which can come before the writer
+# has made it (a slow start): the checks below must always be able to ask
+LD_PRELOAD=$lib sqlite3 "$tmp/crash.db" \
+	"create table if not exists t(id integer primary key, payload blob)"
 for i in $(seq 1 "$N"); do
 	LD_PRELOAD=$lib python3 "$here/crash_writer.py" "$tmp/crash.db" "$i" >"$tmp/acks" 2>"$tmp/err" &
 	pid=$!
