@@ -17,17 +17,18 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload check-bench bench torture check-asan fuzz demo deps install clean
+.PHONY: all check check-preload check-bench bench bench-full torture check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
 
-BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c
+BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c tools/bench/worker.c tools/bench/probe.c \
+	tools/bench/plot.c
 $(B)/alex-bench: tools/alex-bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/core
 	$(CC) $(ALEX_CFLAGS) -Itools $< $(BENCH_SRC) -o $@ -lsqlite3 -lm
 
 $(B)/test-bench: tests/bench/test_bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) -Itools/bench $< $(BENCH_SRC) -o $@ -lcriterion -lm
+	$(CC) $(ALEX_CFLAGS) -Itools/bench $< $(BENCH_SRC) -o $@ -lcriterion -lsqlite3 -lm
 
 $(B)/alex: tools/alex.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
@@ -71,14 +72,24 @@ PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
 check-bench: all $(B)/test-bench
 	$(B)/test-bench
 	mkdir -p $(B)/bench-check
-	$(B)/alex-bench --ops 50 --runs 1 --strace --mode naive,alex --dir $(B)/bench-check \
-		--out $(B)/bench-check/out >$(B)/bench-check/summary.md
+	$(B)/alex-bench --ops 50 --runs 1 --strace --mode naive,alex --workload all --large-mb 4 \
+		--probe-syncs 20 --probe-mb 4 --dir $(B)/bench-check --out $(B)/bench-check/out \
+		>$(B)/bench-check/summary.md
 	grep -q '^| naive | [0-9]* |.*| - | 2[0-9][0-9] |' $(B)/bench-check/summary.md
-	test "$$(grep -c ',ok,' $(B)/bench-check/out/runs.csv)" = 4
+	test "$$(grep -c ',ok,' $(B)/bench-check/out/runs.csv)" = 8
+	grep -q '^| 4 KiB pwrite+fdatasync, written file | [0-9]* ops/s' $(B)/bench-check/summary.md
+	for f in insert-cdf mixed-optype-p99 leviora-percentiles large-waf large-syncs; do \
+		test -s $(B)/bench-check/out/$$f.png || { echo "no $$f.png"; exit 1; }; done
 
 # the quick version of the paper's evaluation: every mode, insert and mixed
 bench: all
 	$(B)/alex-bench --runs 3 --strace --dir $(B)/bench --out $(B)/bench/out
+
+# everything: four workloads, 5 runs, the 1 GiB database (built once, kept in
+# $(B)/bench), strace counts; about half an hour on a small VM
+bench-full: all
+	$(B)/alex-bench --runs 5 --strace --workload all --dir $(B)/bench --out $(B)/bench/full \
+		| tee $(B)/bench/full-summary.md
 
 CRASH_KILLS ?= 50
 check-preload: all $(PRELOAD_TESTS)

@@ -1,21 +1,19 @@
 /*
  * alex-bench - the ALEX paper's evaluation, side by side in one run.
  *
- * Every mode runs the same workload, in its own process, on a fresh
- * database: SQLite's own configurations (naive = DELETE + FULL, wal,
- * wal-normal, tuned, nosync, wal-nosync) and SQLite under libalex.so (alex,
- * alex-normal, and alex:VAR=VALUE;... for any other ALEX_* setting).  Per
- * operation latencies, ops/s, syncs (ALEX's counters for ALEX modes),
- * bytes passed to write calls, device bytes/flushes/discards from
- * /proc/diskstats, write amplification and peak RSS are measured per run;
- * the summary is the median (and range) over the runs.
- *
- * This first version has the insert and mixed workloads; see man/alex-bench.1.
+ * Every mode runs the same workload, in its own process (bench/worker.c),
+ * on a fresh database: SQLite's own configurations (naive = DELETE + FULL,
+ * wal, wal-normal, tuned, nosync, wal-nosync) and SQLite under libalex.so
+ * (alex, alex-normal, and alex:VAR=VALUE;... for any other ALEX_* setting).
+ * Per operation latencies, ops/s, syncs, bytes passed to write calls,
+ * device bytes/flushes/discards from /proc/diskstats, write amplification
+ * and peak RSS are measured per run; the summary gives the median and the
+ * range over the runs.  A device probe (bench/probe.c) runs first, and
+ * gnuplot draws the figures (bench/plot.c).  See man/alex-bench.1.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +21,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
 
-struct mode {
-	const char *name, *journal, *sync, *extra;
-	const char *alex; /* NULL: plain SQLite; else ALEX_* settings, ';'-separated */
-};
-
-static const struct mode builtin[] = {
+static const struct bench_mode builtin[] = {
 	{ "naive", "delete", "full", "", NULL },
 	{ "wal", "wal", "full", "", NULL },
 	{ "wal-normal", "wal", "normal", "", NULL },
@@ -47,153 +39,25 @@ static const struct mode builtin[] = {
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* ---- the worker: one mode, one workload, one database ------------------ */
-
-enum op { OP_INSERT, OP_SELECT, OP_UPDATE, OP_DELETE, NOPS };
-static const char *const op_name[NOPS] = { "insert", "select", "update", "delete" };
-
-static int exec_sql(sqlite3 *db, const char *sql)
-{
-	char *err = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		fprintf(stderr, "alex-bench: %s: %s\n", sql, err ? err : "?");
-		sqlite3_free(err);
-		return -1;
-	}
-	return 0;
-}
-
-static int step_done(sqlite3_stmt *st)
-{
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		;
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : -1;
-}
-
-static uint64_t wchar(void)
-{
-	char buf[1024];
-	int fd = open("/proc/self/io", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *p = strstr(buf, "wchar:");
-	return p ? strtoull(p + 6, NULL, 10) : 0;
-}
-
-static int worker(const struct mode *m, const char *workload, const char *path, long ops,
-		  int payload, uint64_t seed, const char *latfile)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st[NOPS];
-	char sql[512];
-	uint64_t s = seed;
-	unsigned char *val = malloc((size_t)payload);
-	FILE *lat = fopen(latfile, "w");
-	int mixed = strcmp(workload, "mixed") == 0;
-
-	if (!val || !lat || sqlite3_open(path, &db) != SQLITE_OK)
-		return 1;
-	for (int i = 0; i < payload; i++) /* compressible, like the paper's */
-		val[i] = (unsigned char)("metadata-value-"[i % 15]);
-	snprintf(sql, sizeof sql, "pragma journal_mode=%s; pragma synchronous=%s; %s "
-		 "create table kv(key integer primary key, value blob);",
-		 m->journal, m->sync, m->extra);
-	if (exec_sql(db, sql))
-		return 1;
-	const char *text[NOPS] = { "insert into kv(key, value) values(?, ?)",
-				   "select value from kv where key = ?",
-				   "update kv set value = ? where key = ?",
-				   "delete from kv where key = ?" };
-	for (int i = 0; i < NOPS; i++)
-		if (sqlite3_prepare_v2(db, text[i], -1, &st[i], NULL) != SQLITE_OK)
-			return 1;
-	int64_t next = 1, preload = mixed ? 1000 : 0;
-	if (preload) { /* the rows mixed operations find, in one transaction */
-		exec_sql(db, "begin");
-		for (; next <= preload; next++) {
-			sqlite3_bind_int64(st[OP_INSERT], 1, next);
-			sqlite3_bind_blob(st[OP_INSERT], 2, val, payload, SQLITE_STATIC);
-			if (step_done(st[OP_INSERT]))
-				return 1;
-		}
-		exec_sql(db, "commit");
-	}
-	fprintf(lat, "op,us\n");
-	double t0 = now_s();
-	for (long i = 0; i < ops; i++) {
-		unsigned r = (unsigned)(rnd(&s) % 100);
-		enum op op = !mixed ? OP_INSERT : r < 40 ? OP_INSERT : r < 70 ? OP_SELECT
-						: r < 90 ? OP_UPDATE : OP_DELETE;
-		int64_t key = op == OP_INSERT ? next++ : 1 + (int64_t)(rnd(&s) % (uint64_t)(next - 1));
-		sqlite3_stmt *q = st[op];
-		if (op == OP_INSERT) {
-			sqlite3_bind_int64(q, 1, key);
-			sqlite3_bind_blob(q, 2, val, payload, SQLITE_STATIC);
-		} else if (op == OP_UPDATE) {
-			sqlite3_bind_blob(q, 1, val, payload, SQLITE_STATIC);
-			sqlite3_bind_int64(q, 2, key);
-		} else {
-			sqlite3_bind_int64(q, 1, key);
-		}
-		double a = now_s();
-		if (step_done(q)) {
-			fprintf(stderr, "alex-bench: %s: %s\n", op_name[op], sqlite3_errmsg(db));
-			return 1;
-		}
-		fprintf(lat, "%s,%.3f\n", op_name[op], (now_s() - a) * 1e6);
-	}
-	double t1 = now_s();
-	sqlite3_stmt *ic;
-	const char *ok = "?";
-	if (sqlite3_prepare_v2(db, "pragma integrity_check", -1, &ic, NULL) == SQLITE_OK &&
-	    sqlite3_step(ic) == SQLITE_ROW)
-		ok = strcmp((const char *)sqlite3_column_text(ic, 0), "ok") == 0 ? "ok" : "FAILED";
-	printf("%ld %.6f %s", ops, t1 - t0, ok);
-	sqlite3_finalize(ic);
-	for (int i = 0; i < NOPS; i++)
-		sqlite3_finalize(st[i]);
-	fclose(lat);
-	free(val);
-	if (sqlite3_close(db) != SQLITE_OK)
-		return 1;
-	printf(" %llu\n", (unsigned long long)wchar());
-	return 0;
-}
-
-/* ---- the driver ---------------------------------------------------------- */
+/* Operation types, in the order the per-type tables list them. */
+static const char *const opnames[BENCH_MAXOPS] = { "insert", "select", "update", "delete",
+						   "commit" };
 
 struct run {
 	int failed;
 	long ops;
 	double secs, ops_s;
-	struct bench_summary lat;
-	double syncs; /* -1: not measured */
+	struct bench_summary lat, op[BENCH_MAXOPS];
+	double syncs; /* ALEX's own count; -1: not measured */
 	double traced_syncs; /* strace -f -c of a separate run; -1: not run */
 	uint64_t wchar, dev_bytes, flushes, discards;
 	double waf;
 	long rss_kb;
+	double *sorted; /* every latency, sorted (kept for the first run's CDF) */
+	size_t nsorted;
 };
+
+static const char *self_exe, *alex_tool;
 
 static int read_file(const char *path, char *buf, size_t cap)
 {
@@ -223,20 +87,90 @@ static double json_number(const char *json, const char *key)
 	return p ? strtod(p + strlen(k), NULL) : -1;
 }
 
-static const char *self_exe;
-
-static void run_one(const struct mode *m, const char *workload, const char *dir, long ops,
-		    int payload, uint64_t seed, const char *lib, const char *latfile, struct run *r)
+static void drop_caches(void)
 {
-	char db[PATH_MAX], stats[PATH_MAX], out[PATH_MAX], opsbuf[32], paybuf[16], seedbuf[32];
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	sync();
+	if (fd >= 0) {
+		if (write(fd, "3", 1) != 1)
+			fprintf(stderr, "alex-bench: drop_caches: %s\n", strerror(errno));
+		close(fd);
+	}
+}
+
+static int run_cmd(const char *fmt, const char *a, const char *b)
+{
+	char cmd[3 * PATH_MAX];
+	if (snprintf(cmd, sizeof cmd, fmt, a, b) >= (int)sizeof cmd)
+		return -1;
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Sets up the environment of an ALEX mode (in the child). */
+static void alex_env(const struct bench_mode *m)
+{
+	char set[512], *save = NULL;
+	snprintf(set, sizeof set, "%s", m->alex);
+	for (char *kv = strtok_r(set, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
+		putenv(strdup(kv));
+}
+
+/* Reads a latency CSV: every value into r->sorted, per type into r->op. */
+static void read_latencies(const char *latfile, struct run *r)
+{
+	FILE *f = fopen(latfile, "r");
+	size_t cap = 1024, n = 0, nop[BENCH_MAXOPS] = { 0 }, capop[BENCH_MAXOPS] = { 0 };
+	double *v = malloc(cap * sizeof *v), *vop[BENCH_MAXOPS] = { 0 };
+	char line[64];
+
+	if (!f || !v || !fgets(line, sizeof line, f)) /* header */
+		goto out;
+	while (fgets(line, sizeof line, f)) {
+		char *comma = strchr(line, ',');
+		if (!comma)
+			continue;
+		*comma = 0;
+		double x = strtod(comma + 1, NULL);
+		int t;
+		for (t = 0; t < BENCH_MAXOPS && strcmp(line, opnames[t]); t++)
+			;
+		if (n == cap && !(v = realloc(v, (cap *= 2) * sizeof *v)))
+			goto out;
+		v[n++] = x;
+		if (t == BENCH_MAXOPS)
+			continue;
+		if (nop[t] == capop[t] &&
+		    !(vop[t] = realloc(vop[t], (capop[t] = capop[t] ? 2 * capop[t] : 1024) *
+						       sizeof *vop[t])))
+			goto out;
+		vop[t][nop[t]++] = x;
+	}
+	bench_summarize(v, n, &r->lat);
+	for (int t = 0; t < BENCH_MAXOPS; t++)
+		bench_summarize(vop[t], nop[t], &r->op[t]);
+	r->sorted = v;
+	r->nsorted = n;
+	v = NULL;
+out:
+	if (f)
+		fclose(f);
+	free(v);
+	for (int t = 0; t < BENCH_MAXOPS; t++)
+		free(vop[t]);
+}
+
+static void run_one(const struct bench_mode *m, const char *workload, const char *dir,
+		    const char *db, long ops, int payload, uint64_t seed, const char *lib,
+		    const char *latfile, struct run *r)
+{
+	char stats[PATH_MAX], out[PATH_MAX], opsbuf[32], paybuf[16], seedbuf[32];
 	struct bench_disk d0, d1;
 	struct stat st;
 	int have_disk;
 
 	memset(r, 0, sizeof *r);
 	r->syncs = r->traced_syncs = -1;
-	if (snprintf(db, sizeof db, "%s/bench.db", dir) >= (int)sizeof db ||
-	    snprintf(stats, sizeof stats, "%s/alex-stats.json", dir) >= (int)sizeof stats ||
+	if (snprintf(stats, sizeof stats, "%s/alex-stats.json", dir) >= (int)sizeof stats ||
 	    snprintf(out, sizeof out, "%s/worker.out", dir) >= (int)sizeof out) {
 		r->failed = 1;
 		return;
@@ -244,14 +178,8 @@ static void run_one(const struct mode *m, const char *workload, const char *dir,
 	snprintf(opsbuf, sizeof opsbuf, "%ld", ops);
 	snprintf(paybuf, sizeof paybuf, "%d", payload);
 	snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
-	if (getuid() == 0) { /* start from cold caches, as the paper's runs */
-		int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-		sync();
-		if (fd >= 0 && write(fd, "3", 1) != 1)
-			r->failed = 0;
-		if (fd >= 0)
-			close(fd);
-	}
+	if (getuid() == 0) /* start from cold caches, as the paper's runs */
+		drop_caches();
 	have_disk = stat(dir, &st) == 0 && disk_now(st.st_dev, &d0) == 0;
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -259,10 +187,7 @@ static void run_one(const struct mode *m, const char *workload, const char *dir,
 		if (fd < 0 || dup2(fd, 1) < 0)
 			_exit(126);
 		if (m->alex) {
-			char set[512], *save = NULL;
-			snprintf(set, sizeof set, "%s", m->alex);
-			for (char *kv = strtok_r(set, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
-				putenv(strdup(kv));
+			alex_env(m);
 			setenv("ALEX_STATS", stats, 1);
 			setenv("LD_PRELOAD", lib, 1);
 		}
@@ -299,35 +224,22 @@ static void run_one(const struct mode *m, const char *workload, const char *dir,
 		if (read_file(stats, json, sizeof json) == 0)
 			r->syncs = json_number(json, "log_syncs");
 	}
-	/* latencies of every operation of the run */
-	FILE *f = fopen(latfile, "r");
-	size_t cap = (size_t)ops + 16, n = 0;
-	double *v = malloc(cap * sizeof *v);
-	char line[64];
-	if (f && v) {
-		if (fgets(line, sizeof line, f)) /* header */
-			while (fgets(line, sizeof line, f) && n < cap) {
-				char *comma = strchr(line, ',');
-				if (comma)
-					v[n++] = strtod(comma + 1, NULL);
-			}
-		bench_summarize(v, n, &r->lat);
-	}
-	if (f)
-		fclose(f);
-	free(v);
+	read_latencies(latfile, r);
 }
 
 /*
- * The same run again under strace -f -c, untimed, in its own directory: the
- * kernel's count of fsync+fdatasync, for every mode, to check ALEX's own.
+ * The same run again under strace -f -c, untimed: the kernel's count of
+ * fsync+fdatasync, for every mode, to check ALEX's own.
  */
-static double traced_syncs(const struct mode *m, const char *workload, const char *dir,
-			   long ops, int payload, uint64_t seed, const char *lib)
+static double traced_syncs(const struct bench_mode *m, const char *workload, const char *dir,
+			   const char *db, long ops, int payload, uint64_t seed, const char *lib)
 {
-	char db[PATH_MAX + 16], tr[PATH_MAX + 16], lat[PATH_MAX + 16], opsbuf[32], paybuf[16],
-		seedbuf[32], env[PATH_MAX + 16];
-	snprintf(db, sizeof db, "%s/traced.db", dir);
+	char tr[PATH_MAX + 16], lat[PATH_MAX + 16], opsbuf[32], paybuf[16], seedbuf[32],
+		env[PATH_MAX + 16], fresh[PATH_MAX + 16];
+	if (!db) { /* a fresh database of its own, unless the workload reuses one */
+		snprintf(fresh, sizeof fresh, "%s/traced.db", dir);
+		db = fresh;
+	}
 	snprintf(tr, sizeof tr, "%s/strace.txt", dir);
 	snprintf(lat, sizeof lat, "%s/traced-lat.csv", dir);
 	snprintf(opsbuf, sizeof opsbuf, "%ld", ops);
@@ -340,10 +252,7 @@ static double traced_syncs(const struct mode *m, const char *workload, const cha
 		if (fd >= 0)
 			dup2(fd, 1);
 		if (m->alex) {
-			char set[512], *save = NULL;
-			snprintf(set, sizeof set, "%s", m->alex);
-			for (char *kv = strtok_r(set, ";", &save); kv; kv = strtok_r(NULL, ";", &save))
-				putenv(strdup(kv));
+			alex_env(m);
 			execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr,
 			       "-E", env, self_exe, "--worker", m->name, workload, db, opsbuf, paybuf,
 			       seedbuf, lat, (char *)NULL);
@@ -373,23 +282,138 @@ static double traced_syncs(const struct mode *m, const char *workload, const cha
 	return f ? n : -1;
 }
 
+/*
+ * The large workload reuses one database: a mode under ALEX must leave it
+ * plain for the next (libalex.so checkpoints at the last close; this makes
+ * sure), and no mode may leave a WAL behind.
+ */
+static int large_clean(const char *db)
+{
+	char log[PATH_MAX + 8];
+	struct stat st;
+	snprintf(log, sizeof log, "%s-alex", db);
+	if (stat(log, &st) == 0 && run_cmd("'%s' checkpoint '%s' >/dev/null", alex_tool, db))
+		return -1;
+	return 0;
+}
+
+/* ---- the summary ---------------------------------------------------------- */
+
+enum col { C_OPS, C_MEAN, C_STD, C_P50, C_P95, C_P99, C_MAX, C_SYNCS, C_TRACED, C_WCHAR,
+	   C_DEV, C_FLUSH, C_DISCARD, C_WAF, C_RSS, NCOLS };
+static const char *const col_head[NCOLS] = {
+	"ops/s", "mean us", "std us", "p50 us", "p95 us", "p99 us", "max us", "syncs",
+	"syncs (strace)", "write-call MB", "device MB", "flushes", "discards", "WAF", "RSS MB" };
+static const char *const col_fmt[NCOLS] = { "%.0f", "%.1f", "%.1f", "%.1f", "%.1f", "%.1f",
+					    "%.0f", "%.0f", "%.0f", "%.2f", "%.2f", "%.0f",
+					    "%.0f", "%.2f", "%.1f" };
+
+static double col_value(const struct run *r, enum col c)
+{
+	switch (c) {
+	case C_OPS: return r->ops_s;
+	case C_MEAN: return r->lat.mean;
+	case C_STD: return r->lat.std;
+	case C_P50: return r->lat.p50;
+	case C_P95: return r->lat.p95;
+	case C_P99: return r->lat.p99;
+	case C_MAX: return r->lat.max;
+	case C_SYNCS: return r->syncs;
+	case C_TRACED: return r->traced_syncs;
+	case C_WCHAR: return (double)r->wchar / 1e6;
+	case C_DEV: return r->waf < 0 ? -1 : (double)r->dev_bytes / 1e6;
+	case C_FLUSH: return r->waf < 0 ? -1 : (double)r->flushes;
+	case C_DISCARD: return r->waf < 0 ? -1 : (double)r->discards;
+	case C_WAF: return r->waf;
+	case C_RSS: return (double)r->rss_kb / 1024;
+	default: return -1;
+	}
+}
+
+struct spread {
+	double med, min, max;
+};
+
+static struct spread spread_of(double *v, int n)
+{
+	struct spread s;
+	s.med = bench_median(v, (size_t)n); /* sorts v */
+	s.min = v[0];
+	s.max = v[n - 1];
+	return s;
+}
+
+static void cell(char *buf, size_t cap, enum col c, double v)
+{
+	if (v < 0)
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, col_fmt[c], v);
+}
+
+static void table_head(const char *first)
+{
+	printf("| %s |", first);
+	for (int c = 0; c < NCOLS; c++)
+		printf(" %s |", col_head[c]);
+	printf("\n|---|");
+	for (int c = 0; c < NCOLS; c++)
+		printf("---|");
+	printf("\n");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: alex-bench [--dir DIR] [--out DIR] [--runs R] [--ops N] [--payload BYTES]\n"
-		   "                  [--workload insert,mixed] [--mode MODE,...] [--lib PATH] [--seed S]\n"
-		   "                  [--strace]\n"
+		   "                  [--workload insert,mixed,leviora,large|all] [--mode MODE,...]\n"
+		   "                  [--large-mb MB] [--probe-syncs N] [--probe-mb MB] [--no-probe]\n"
+		   "                  [--no-plots] [--lib PATH] [--seed S] [--strace]\n"
 		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal all,\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
 
 #define MAXMODES 32
+#define MAXRUNS 100
+#define MAXRESULTS (4 * MAXMODES)
+
+static int do_probe(const char *dir, const char *outdir, long syncs, long mb)
+{
+	struct bench_probe p[BENCH_NPROBES];
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/probe.csv", outdir);
+	FILE *csv = fopen(path, "w");
+	if (getuid() == 0)
+		drop_caches();
+	bench_probe(dir, syncs, mb, p);
+	printf("### raw device (the files' own device, no SQLite)\n\n"
+	       "| probe | rate | p50 us | p99 us | max us |\n|---|---|---|---|---|\n");
+	if (csv)
+		fprintf(csv, "probe,rate,unit,p50_us,p99_us,max_us,error\n");
+	for (int i = 0; i < BENCH_NPROBES; i++) {
+		if (p[i].err)
+			printf("| %s | FAILED: %s | | | |\n", p[i].name, strerror(p[i].err));
+		else if (p[i].lat.n)
+			printf("| %s | %.0f %s | %.0f | %.0f | %.0f |\n", p[i].name, p[i].rate,
+			       p[i].unit, p[i].lat.p50, p[i].lat.p99, p[i].lat.max);
+		else
+			printf("| %s | %.0f %s | | | |\n", p[i].name, p[i].rate, p[i].unit);
+		if (csv)
+			fprintf(csv, "\"%s\",%.1f,%s,%.1f,%.1f,%.1f,%s\n", p[i].name, p[i].rate, p[i].unit,
+				p[i].lat.p50, p[i].lat.p99, p[i].lat.max,
+				p[i].err ? strerror(p[i].err) : "");
+	}
+	printf("\n%ld syncs per sync probe, %ld MiB per sequential probe\n\n", syncs, mb);
+	if (csv)
+		fclose(csv);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
 	const char *dir = "build/bench", *outdir = "build/bench/out", *lib = NULL;
 	char modes_arg[1024] = "all", workloads[256] = "insert,mixed";
-	long ops = 5000;
-	int runs = 5, payload = 100;
+	long ops = 5000, large_mb = 1024, probe_syncs = 1000, probe_mb = 256;
+	int runs = 5, payload = 100, probe = 1, plots = 1;
 	uint64_t seed = 42;
 	int use_strace = 0;
 	static char exe[PATH_MAX];
@@ -399,11 +423,11 @@ int main(int argc, char **argv)
 			return 2;
 		for (size_t i = 0; i < NBUILTIN; i++)
 			if (strcmp(builtin[i].name, argv[2]) == 0)
-				return worker(&builtin[i], argv[3], argv[4], atol(argv[5]), atoi(argv[6]),
-					      strtoull(argv[7], NULL, 10), argv[8]);
-		struct mode custom = { argv[2], "delete", "full", "", "" };
-		return worker(&custom, argv[3], argv[4], atol(argv[5]), atoi(argv[6]),
-			      strtoull(argv[7], NULL, 10), argv[8]);
+				return bench_worker(&builtin[i], argv[3], argv[4], atol(argv[5]),
+						    atoi(argv[6]), strtoull(argv[7], NULL, 10), argv[8]);
+		struct bench_mode custom = { argv[2], "delete", "full", "", "" };
+		return bench_worker(&custom, argv[3], argv[4], atol(argv[5]), atoi(argv[6]),
+				    strtoull(argv[7], NULL, 10), argv[8]);
 	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -411,8 +435,11 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (strcmp(a, "--strace") == 0) {
-			use_strace = 1;
+		if (strcmp(a, "--strace") == 0 || strcmp(a, "--no-probe") == 0 ||
+		    strcmp(a, "--no-plots") == 0) {
+			use_strace |= a[2] == 's';
+			probe &= strcmp(a, "--no-probe") != 0;
+			plots &= strcmp(a, "--no-plots") != 0;
 			continue;
 		}
 		if (!v) {
@@ -424,6 +451,9 @@ int main(int argc, char **argv)
 		else if (strcmp(a, "--runs") == 0) runs = atoi(v);
 		else if (strcmp(a, "--ops") == 0) ops = atol(v);
 		else if (strcmp(a, "--payload") == 0) payload = atoi(v);
+		else if (strcmp(a, "--large-mb") == 0) large_mb = atol(v);
+		else if (strcmp(a, "--probe-syncs") == 0) probe_syncs = atol(v);
+		else if (strcmp(a, "--probe-mb") == 0) probe_mb = atol(v);
 		else if (strcmp(a, "--workload") == 0) snprintf(workloads, sizeof workloads, "%s", v);
 		else if (strcmp(a, "--mode") == 0) snprintf(modes_arg, sizeof modes_arg, "%s", v);
 		else if (strcmp(a, "--lib") == 0) lib = v;
@@ -434,18 +464,25 @@ int main(int argc, char **argv)
 		}
 		i++;
 	}
-	if (runs < 1 || runs > 100 || ops < 1 || payload < 1 || payload > (1 << 20)) {
-		fprintf(stderr, "alex-bench: --runs 1-100, --ops >= 1, --payload 1-1048576\n");
+	if (runs < 1 || runs > MAXRUNS || ops < 1 || ops > 100000000 || payload < 1 ||
+	    payload > (1 << 20) || large_mb < 1 || large_mb > (1L << 20) || probe_syncs < 1 ||
+	    probe_syncs > 1000000 || probe_mb < 1 || probe_mb > (1L << 20)) {
+		fprintf(stderr, "alex-bench: --runs 1-100, --ops 1-100000000, --payload 1-1048576, "
+				"--large-mb, --probe-syncs and --probe-mb >= 1\n");
 		return 2;
 	}
+	if (strcmp(workloads, "all") == 0)
+		snprintf(workloads, sizeof workloads, "insert,mixed,leviora,large");
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
 		return 1;
 	exe[n] = 0;
 	self_exe = exe;
-	static char libpath[PATH_MAX];
+	static char libpath[PATH_MAX], toolpath[PATH_MAX];
+	char *slash = strrchr(exe, '/');
+	snprintf(toolpath, sizeof toolpath, "%.*s/alex", (int)(slash - exe), exe);
+	alex_tool = toolpath;
 	if (!lib) { /* next to us: the build tree; else ../lib/alex */
-		char *slash = strrchr(exe, '/');
 		snprintf(libpath, sizeof libpath, "%.*s/libalex.so", (int)(slash - exe), exe);
 		if (access(libpath, R_OK) != 0)
 			snprintf(libpath, sizeof libpath, "%.*s/../lib/alex/libalex.so",
@@ -454,7 +491,7 @@ int main(int argc, char **argv)
 	}
 
 	/* the modes */
-	static struct mode modes[MAXMODES];
+	static struct bench_mode modes[MAXMODES];
 	static char names[MAXMODES][256];
 	int nm = 0;
 	char *save = NULL;
@@ -471,7 +508,7 @@ int main(int argc, char **argv)
 			modes[nm++] = builtin[i];
 		} else if (strncmp(t, "alex:", 5) == 0 && strchr(t, '=')) {
 			snprintf(names[nm], sizeof names[nm], "%s", t);
-			modes[nm] = (struct mode){ names[nm], "delete", "full", "", names[nm] + 5 };
+			modes[nm] = (struct bench_mode){ names[nm], "delete", "full", "", names[nm] + 5 };
 			nm++;
 		} else {
 			fprintf(stderr, "alex-bench: unknown mode %s\n", t);
@@ -479,95 +516,189 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	char cmd[3 * PATH_MAX];
-	char csvpath[PATH_MAX];
-	if (snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s'", dir, outdir) >= (int)sizeof cmd ||
-	    system(cmd) != 0 ||
-	    snprintf(csvpath, sizeof csvpath, "%s/runs.csv", outdir) >= (int)sizeof csvpath)
+	/* the workloads, checked before anything runs */
+	char *wl[4];
+	int nw = 0;
+	for (char *w = strtok_r(workloads, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (nw == 4 || (strcmp(w, "insert") && strcmp(w, "mixed") && strcmp(w, "leviora") &&
+				strcmp(w, "large"))) {
+			fprintf(stderr, "alex-bench: workloads: insert, mixed, leviora, large (or all)\n");
+			return 2;
+		}
+		wl[nw++] = w;
+	}
+	char csvpath[PATH_MAX], oppath[PATH_MAX];
+	if (run_cmd("mkdir -p '%s' '%s'", dir, outdir) ||
+	    snprintf(csvpath, sizeof csvpath, "%s/runs.csv", outdir) >= (int)sizeof csvpath ||
+	    snprintf(oppath, sizeof oppath, "%s/optypes.csv", outdir) >= (int)sizeof oppath)
 		return 1;
-	FILE *csv = fopen(csvpath, "w");
-	if (!csv) {
-		fprintf(stderr, "alex-bench: %s: %s\n", csvpath, strerror(errno));
+	FILE *csv = fopen(csvpath, "w"), *opcsv = fopen(oppath, "w");
+	if (!csv || !opcsv) {
+		fprintf(stderr, "alex-bench: %s: %s\n", outdir, strerror(errno));
 		return 1;
 	}
 	fprintf(csv, "workload,mode,run,status,ops,seconds,ops_per_s,mean_us,std_us,p50_us,"
-		     "p95_us,p99_us,max_us,syncs,write_call_bytes,device_bytes,flushes,discards,"
-		     "waf,peak_rss_kb\n");
+		     "p95_us,p99_us,max_us,syncs,strace_syncs,write_call_bytes,device_bytes,flushes,"
+		     "discards,waf,peak_rss_kb\n");
+	fprintf(opcsv, "workload,mode,run,op,n,mean_us,std_us,p50_us,p95_us,p99_us,max_us\n");
 	printf("alex-bench: %ld ops, %d-byte payload, %d runs per mode, seed %llu; caches %s\n\n",
 	       ops, payload, runs, (unsigned long long)seed,
 	       getuid() == 0 ? "dropped before each run" : "NOT dropped (not root)");
+	fflush(stdout);
+	if (probe)
+		do_probe(dir, outdir, probe_syncs, probe_mb);
+
+	static struct bench_result res[MAXRESULTS];
+	static struct run r[MAXRUNS];
+	size_t nres = 0;
 	int any_failed = 0;
-	char *wsave = NULL;
-	for (char *w = strtok_r(workloads, ",", &wsave); w; w = strtok_r(NULL, ",", &wsave)) {
-		if (strcmp(w, "insert") && strcmp(w, "mixed")) {
-			fprintf(stderr, "alex-bench: workload %s is not in this version "
-					"(insert, mixed)\n", w);
-			return 2;
+	for (int wi = 0; wi < nw; wi++) {
+		const char *w = wl[wi];
+		int large = strcmp(w, "large") == 0;
+		char large_db[PATH_MAX];
+		snprintf(large_db, sizeof large_db, "%s/large-base.db", dir);
+		if (large && bench_build_large(large_db, large_mb, payload)) {
+			fprintf(stderr, "alex-bench: cannot build %s\n", large_db);
+			return 1;
 		}
-		printf("### %s\n\n| mode | ops/s | p50 us | p95 us | p99 us | max us | mean us | "
-		       "syncs | syncs (strace) | write-call MB | device MB | WAF | RSS MB |\n"
-		       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", w);
+		static char rows[MAXMODES][3][4096];
 		for (int k = 0; k < nm; k++) {
-			struct run r[100];
+			const struct bench_mode *m = &modes[k];
 			int ok = 0;
 			for (int i = 0; i < runs; i++) {
-				char rdir[PATH_MAX], lat[PATH_MAX];
-				if (snprintf(rdir, sizeof rdir, "%s/%s-%s-%d", dir, w, modes[k].name, i + 1) >=
+				char rdir[PATH_MAX], lat[PATH_MAX], db[PATH_MAX + 16];
+				if (snprintf(rdir, sizeof rdir, "%s/%s-%s-%d", dir, w, m->name, i + 1) >=
 					    (int)sizeof rdir ||
-				    snprintf(lat, sizeof lat, "%s/lat-%s-%s-%d.csv", outdir, w, modes[k].name,
+				    snprintf(lat, sizeof lat, "%s/lat-%s-%s-%d.csv", outdir, w, m->name,
 					     i + 1) >= (int)sizeof lat ||
-				    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", rdir, rdir) >=
-					    (int)sizeof cmd ||
-				    system(cmd) != 0)
+				    run_cmd("rm -rf '%s' && mkdir -p '%s'", rdir, rdir))
 					return 1;
-				run_one(&modes[k], w, rdir, ops, payload, seed + (uint64_t)i, lib, lat, &r[i]);
+				snprintf(db, sizeof db, "%s/bench.db", rdir);
+				const char *path = large ? large_db : db;
+				run_one(m, w, rdir, path, ops, payload, seed + (uint64_t)i, lib, lat, &r[i]);
 				if (use_strace && !r[i].failed)
-					r[i].traced_syncs = traced_syncs(&modes[k], w, rdir, ops, payload,
+					r[i].traced_syncs = traced_syncs(m, w, rdir, large ? path : NULL,
+									 ops, payload,
 									 seed + (uint64_t)i, lib);
-				fprintf(csv, "%s,%s,%d,%s,%ld,%.6f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,"
-					     "%.0f,%llu,%llu,%llu,%llu,%.3f,%ld\n",
-					w, modes[k].name, i + 1, r[i].failed ? "failed" : "ok", r[i].ops,
+				if (large && large_clean(large_db))
+					r[i].failed = 1;
+				fprintf(csv, "%s,\"%s\",%d,%s,%ld,%.6f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+					     "%.0f,%.0f,%llu,%llu,%llu,%llu,%.3f,%ld\n",
+					w, m->name, i + 1, r[i].failed ? "failed" : "ok", r[i].ops,
 					r[i].secs, r[i].ops_s, r[i].lat.mean, r[i].lat.std, r[i].lat.p50,
 					r[i].lat.p95, r[i].lat.p99, r[i].lat.max, r[i].syncs,
-					r[i].traced_syncs, (unsigned long long)r[i].wchar, (unsigned long long)r[i].dev_bytes,
-					(unsigned long long)r[i].flushes, (unsigned long long)r[i].discards,
-					r[i].waf, r[i].rss_kb);
+					r[i].traced_syncs, (unsigned long long)r[i].wchar,
+					(unsigned long long)r[i].dev_bytes, (unsigned long long)r[i].flushes,
+					(unsigned long long)r[i].discards, r[i].waf, r[i].rss_kb);
+				for (int t = 0; t < BENCH_MAXOPS; t++)
+					if (r[i].op[t].n)
+						fprintf(opcsv, "%s,\"%s\",%d,%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,"
+							       "%.3f\n", w, m->name, i + 1, opnames[t],
+							r[i].op[t].n, r[i].op[t].mean, r[i].op[t].std,
+							r[i].op[t].p50, r[i].op[t].p95, r[i].op[t].p99,
+							r[i].op[t].max);
+				fflush(csv);
 				ok += !r[i].failed;
-				if (snprintf(cmd, sizeof cmd, "rm -rf '%s'", rdir) >= (int)sizeof cmd ||
-				    system(cmd) != 0)
+				if (run_cmd("rm -rf '%s'%s", rdir, ""))
 					return 1;
 			}
+			struct bench_result *o = &res[nres++];
+			*o = (struct bench_result){ .workload = w, .mode = m->name, .failed = ok < runs,
+						    .lat = r[0].sorted, .nlat = r[0].nsorted };
+			for (int i = 1; i < runs; i++)
+				free(r[i].sorted);
 			if (ok < runs) { /* reported, never dropped */
-				printf("| %s | FAILED (%d of %d runs) | | | | | | | | | | | |\n", modes[k].name,
-				       runs - ok, runs);
+				snprintf(rows[k][0], sizeof rows[k][0], "| %s | FAILED (%d of %d runs) |\n",
+					 m->name, runs - ok, runs);
+				memcpy(rows[k][1], rows[k][0], sizeof rows[k][0]);
+				memcpy(rows[k][2], rows[k][0], sizeof rows[k][0]);
 				any_failed = 1;
 				continue;
 			}
-#define MED(field) ({ double t_[100]; for (int j = 0; j < runs; j++) t_[j] = (field); \
-			bench_median(t_, (size_t)runs); })
-			double syncs = MED(r[j].syncs), traced = MED(r[j].traced_syncs);
-			char sbuf[32], tbuf[32];
-			if (syncs < 0)
-				snprintf(sbuf, sizeof sbuf, "-");
-			else
-				snprintf(sbuf, sizeof sbuf, "%.0f", syncs);
-			if (traced < 0)
-				snprintf(tbuf, sizeof tbuf, "-");
-			else
-				snprintf(tbuf, sizeof tbuf, "%.0f", traced);
-			printf("| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s | %.2f | %.2f | "
-			       "%.2f | %.1f |\n", modes[k].name, MED(r[j].ops_s), MED(r[j].lat.p50),
-			       MED(r[j].lat.p95), MED(r[j].lat.p99), MED(r[j].lat.max),
-			       MED(r[j].lat.mean), sbuf, tbuf, MED((double)r[j].wchar) / 1e6,
-			       MED((double)r[j].dev_bytes) / 1e6, MED(r[j].waf),
-			       MED((double)r[j].rss_kb) / 1024);
-			fflush(stdout);
+			/* medians and ranges of every column */
+			int l0 = snprintf(rows[k][0], sizeof rows[k][0], "| %s |", m->name);
+			int l1 = snprintf(rows[k][1], sizeof rows[k][1], "| %s |", m->name);
+			for (int c = 0; c < NCOLS; c++) {
+				double v[MAXRUNS];
+				char a[32], b[32];
+				for (int i = 0; i < runs; i++)
+					v[i] = col_value(&r[i], (enum col)c);
+				struct spread sp = spread_of(v, runs);
+				cell(a, sizeof a, (enum col)c, sp.med);
+				l0 += snprintf(rows[k][0] + l0, sizeof rows[k][0] - (size_t)l0, " %s |", a);
+				cell(a, sizeof a, (enum col)c, sp.min);
+				cell(b, sizeof b, (enum col)c, sp.max);
+				l1 += snprintf(rows[k][1] + l1, sizeof rows[k][1] - (size_t)l1, " %s–%s |",
+					       a, b);
+				double *dst[] = { &o->ops_s, NULL, NULL, &o->p50, &o->p95, &o->p99, &o->max,
+						  &o->syncs, &o->traced_syncs, NULL, NULL, NULL, NULL,
+						  &o->waf, NULL };
+				if (dst[c])
+					*dst[c] = sp.med;
+			}
+			snprintf(rows[k][0] + l0, sizeof rows[k][0] - (size_t)l0, "\n");
+			snprintf(rows[k][1] + l1, sizeof rows[k][1] - (size_t)l1, "\n");
+			/* per operation type: p50 / p99, medians */
+			int l2 = snprintf(rows[k][2], sizeof rows[k][2], "| %s |", m->name);
+			for (int t = 0; t < BENCH_MAXOPS; t++) {
+				if (!r[0].op[t].n)
+					continue;
+				double v50[MAXRUNS], v99[MAXRUNS];
+				for (int i = 0; i < runs; i++) {
+					v50[i] = r[i].op[t].p50;
+					v99[i] = r[i].op[t].p99;
+				}
+				struct spread s50 = spread_of(v50, runs), s99 = spread_of(v99, runs);
+				o->op[o->nops] = opnames[t];
+				o->op_p99[o->nops++] = s99.med;
+				l2 += snprintf(rows[k][2] + l2, sizeof rows[k][2] - (size_t)l2,
+					       " %zu | %.1f | %.1f (%.1f–%.1f) |", r[0].op[t].n, s50.med,
+					       s99.med, s99.min, s99.max);
+			}
+			snprintf(rows[k][2] + l2, sizeof rows[k][2] - (size_t)l2, "\n");
+			fprintf(stderr, "alex-bench: %s %s done\n", w, m->name);
+		}
+		printf("### %s: medians over %d runs\n\n", w, runs);
+		table_head("mode");
+		for (int k = 0; k < nm; k++)
+			fputs(rows[k][0], stdout);
+		printf("\n### %s: min–max over %d runs\n\n", w, runs);
+		table_head("mode");
+		for (int k = 0; k < nm; k++)
+			fputs(rows[k][1], stdout);
+		const struct bench_result *first = NULL;
+		for (size_t j = nres - (size_t)nm; j < nres; j++)
+			if (!first || res[j].nops > first->nops)
+				first = &res[j];
+		if (first && first->nops > 1) {
+			printf("\n### %s: per operation type (medians; p99 with min–max)\n\n| mode |", w);
+			for (int t = 0; t < first->nops; t++)
+				printf(" %s n | %s p50 us | %s p99 us |", first->op[t], first->op[t],
+				       first->op[t]);
+			printf("\n|---|");
+			for (int t = 0; t < first->nops; t++)
+				printf("---|---|---|");
+			printf("\n");
+			for (int k = 0; k < nm; k++)
+				fputs(rows[k][2], stdout);
 		}
 		printf("\n");
+		fflush(stdout);
 	}
 	fclose(csv);
-	printf("medians over %d runs; syncs: ALEX's own count of log syncs (ALEX modes);\n"
-	       "syncs (strace): fsync+fdatasync counted by strace -f -c in a separate run (--strace);\n"
-	       "every run in %s\n", runs, csvpath);
+	fclose(opcsv);
+	printf("syncs: ALEX's own count of log syncs (ALEX modes); syncs (strace): fsync+fdatasync\n"
+	       "counted by strace -f -c in a separate run (--strace); every run in %s,\n"
+	       "every operation type in %s\n", csvpath, oppath);
+	if (plots) {
+		int pngs = bench_plot(outdir, res, nres);
+		if (pngs >= 0)
+			printf("%d plots in %s (redraw: cd %s && gnuplot plots.gp)\n", pngs, outdir,
+			       outdir);
+		else
+			any_failed = 1;
+	}
+	for (size_t j = 0; j < nres; j++)
+		free(res[j].lat);
 	return any_failed;
 }
