@@ -17,7 +17,7 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload check-bench bench bench-full torture check-asan fuzz demo deps install clean
+.PHONY: all check check-preload check-bench bench bench-full torture crashtest check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
@@ -67,7 +67,11 @@ $(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
 $(B)/tests/notes: examples/notes.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
 
-PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes
+$(B)/tests/powercut: tests/preload/powercut.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+
+PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
+	$(B)/tests/powercut
 # alex-bench: its statistics and diskstats parser, and a tiny end-to-end run
 check-bench: all $(B)/test-bench
 	$(B)/test-bench
@@ -92,6 +96,9 @@ bench-full: all
 		| tee $(B)/bench/full-summary.md
 
 CRASH_KILLS ?= 50
+# power cuts in check: K spread over a FULL and a NORMAL run (210 cuts)
+POWERCUT_FULL ?= 150
+POWERCUT_NORMAL ?= 60
 check-preload: all $(PRELOAD_TESTS)
 	tests/preload/diff.sh $(B)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
@@ -100,10 +107,16 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/cli.sh $(B)
 	tests/preload/full.sh $(B)
 	tests/preload/regress.sh $(B)
+	tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
 	examples/run.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000
+
+# the whole power-cut campaign: every call of a FULL run, three ways each,
+# and 1000 cuts spread over a NORMAL run (about 20 minutes)
+crashtest: all $(B)/tests/powercut
+	tests/preload/powercut.sh $(B) 0 1000
 
 deps:
 	@tools/ensure-deps

@@ -101,6 +101,76 @@ static int patterns(void)
 	return 0;
 }
 
+/*
+ * The test switches (io_test.c), documented as such in libalex.7:
+ * ALEX_TEST_POWERCUT=K[:lose|tear|keep[:SEED]] cuts the power at the Kth
+ * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc] fails
+ * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event.
+ */
+static void test_settings(void)
+{
+	static const char *const hows[] = { "lose", "tear", "keep" };
+	struct alex_test_cfg *t = &alex_cfg.test_cfg;
+	const char *v;
+	char buf[128], *end;
+
+	memset(t, 0, sizeof *t);
+	alex_cfg.test = 0;
+	if ((v = getenv("ALEX_TEST_POWERCUT"))) {
+		char *how, *seed;
+		snprintf(buf, sizeof buf, "%s", v);
+		how = strchr(buf, ':');
+		if (how)
+			*how++ = 0;
+		seed = how ? strchr(how, ':') : NULL;
+		if (seed)
+			*seed++ = 0;
+		errno = 0;
+		t->cut_at = strtoull(buf, &end, 10);
+		int ok = *buf >= '0' && *buf <= '9' && !*end && !errno;
+		t->how = ALEX_CRASH_LOSE;
+		if (ok && how) {
+			ok = 0;
+			for (int i = 0; i < 3; i++)
+				if (strcmp(how, hows[i]) == 0) {
+					t->how = (enum alex_crash)i;
+					ok = 1;
+				}
+		}
+		if (ok && seed) {
+			t->seed = strtoull(seed, &end, 10);
+			ok = *seed >= '0' && *seed <= '9' && !*end;
+		}
+		if (!ok)
+			bad("ALEX_TEST_POWERCUT", v, "K[:lose|tear|keep[:SEED]], K a whole number");
+		alex_cfg.test = 1;
+	}
+	if ((v = getenv("ALEX_TEST_FAULT"))) {
+		char *n, *e;
+		snprintf(buf, sizeof buf, "%s", v);
+		n = strchr(buf, ':');
+		if (n)
+			*n++ = 0;
+		e = n ? strchr(n, ':') : NULL;
+		if (e)
+			*e++ = 0;
+		t->fault_err = !e || strcmp(e, "eio") == 0 ? EIO : strcmp(e, "enospc") == 0 ? ENOSPC : 0;
+		errno = 0;
+		t->fault_at = n ? strtoull(n, &end, 10) : 0;
+		if (!n || alex_test_class_parse(buf, &t->fault_class) || !(*n >= '1' && *n <= '9') ||
+		    *end || errno || !t->fault_err)
+			bad("ALEX_TEST_FAULT", v, "CLASS:N[:eio|enospc], CLASS one of logwrite, grow, "
+						  "logsync, ckptwrite, ckptsync, N from 1");
+		alex_cfg.test = 1;
+	}
+	if ((v = getenv("ALEX_TEST_REPORT"))) {
+		if (!*v || strlen(v) >= sizeof t->report)
+			bad("ALEX_TEST_REPORT", v, "a file path");
+		else
+			strcpy(t->report, v);
+	}
+}
+
 int alex_config_load(void)
 {
 	static const char *const modes[] = { "alex", "off" };
@@ -153,6 +223,7 @@ int alex_config_load(void)
 		else
 			strcpy(alex_cfg.stats_path, s);
 	}
+	test_settings();
 	/* Settings of features this build does not have: refusing is the only
 	 * honest answer (an ignored key file would mean unencrypted data). */
 	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT", "ALEX_TRACE" };

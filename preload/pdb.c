@@ -153,7 +153,8 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	p->shm_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
-	int rc = alex_open(canon, &alex_cfg.engine, NULL, &p->eng);
+	int rc = alex_open(canon, &alex_cfg.engine,
+			   alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL, &p->eng);
 	if (rc) {
 		alex_log(ALEX_LOG_ERROR, "%s: %s", canon, alex_strerror(rc));
 		err = alex_errno_of(rc);

@@ -1,0 +1,346 @@
+/*
+ * io_test.c - the real files, with a power switch and a fault injector.
+ * FOR TESTS ONLY: libalex.so uses it when ALEX_TEST_POWERCUT or
+ * ALEX_TEST_FAULT is set (man/libalex.7), never otherwise.
+ *
+ * Power cut: every mutating call (pwrite, fdatasync, ftruncate, fallocate,
+ * rename, directory sync) is numbered from 1 across the process.  Before a
+ * pwrite or ftruncate the bytes it replaces are read and kept until the
+ * file's next fdatasync.  At call number K, instead of making it, the
+ * process puts back what the disk would hold had the power failed there
+ * (every unsynced write undone; or all kept but the newest, which is torn
+ * at a byte chosen from the seed; or all kept) and exits at once with
+ * status ALEX_TEST_CUT_STATUS.  Directory entries count as durable at once,
+ * as in io_mem.c; the page cache is not dropped (a later reader of the
+ * files sees what was restored, which is what a rebooted machine would).
+ *
+ * Faults: the Nth call of one class fails with an errno and changes
+ * nothing, once.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io_test.h"
+
+struct undo {
+	int fd;
+	uint64_t off, old_size;
+	size_t len;     /* bytes of data */
+	uint8_t *data;  /* what [off, off + len) held; only bytes below old_size matter */
+};
+
+#define MAXFD 1024
+
+static struct {
+	pthread_mutex_t mu;
+	struct alex_test_cfg cfg;
+	uint64_t ops, class_ops[ALEX_TEST_NCLASS];
+	struct undo *u;
+	size_t n, cap;
+	unsigned char is_log[MAXFD];
+	int fault_done;
+} T = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static const char *const class_name[ALEX_TEST_NCLASS] = { "logwrite", "grow", "logsync",
+							  "ckptwrite", "ckptsync" };
+
+const char *alex_test_class_name(enum alex_test_class c)
+{
+	return c < ALEX_TEST_NCLASS ? class_name[c] : "?";
+}
+
+int alex_test_class_parse(const char *s, enum alex_test_class *c)
+{
+	for (int i = 0; i < ALEX_TEST_NCLASS; i++)
+		if (strcmp(s, class_name[i]) == 0) {
+			*c = (enum alex_test_class)i;
+			return 0;
+		}
+	return -1;
+}
+
+static const struct alex_io_ops *P(void)
+{
+	return alex_io_posix.ops;
+}
+
+static void report(const char *fmt, unsigned long long a, const char *b, unsigned long long c)
+{
+	char line[256];
+	if (!T.cfg.report[0])
+		return;
+	int n = snprintf(line, sizeof line, fmt, a, b, c);
+	long fd = syscall(SYS_openat, AT_FDCWD, T.cfg.report, O_WRONLY | O_CREAT | O_APPEND |
+				  O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (syscall(SYS_write, (int)fd, line, (size_t)n) < 0)
+		n = 0;
+	syscall(SYS_close, (int)fd);
+}
+
+/* Undoes a write (or truncation) but for its first keep bytes. */
+static void undo_one(const struct undo *u, size_t keep)
+{
+	uint64_t end = u->off + u->len < u->old_size ? u->off + u->len : u->old_size, cur = 0;
+	uint64_t size = keep && u->off + keep > u->old_size ? u->off + keep : u->old_size;
+
+	if (u->off + keep < end)
+		P()->pwrite(NULL, u->fd, u->data + keep, (size_t)(end - u->off - keep), u->off + keep);
+	if (P()->size(NULL, u->fd, &cur) == 0 && cur != size)
+		P()->ftruncate(NULL, u->fd, size);
+}
+
+/* The power fails now: put the disk's state back and leave. */
+static void cut(const char *what)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	size_t n = T.n;
+	if (T.cfg.how == ALEX_CRASH_TEAR && n) { /* as io_mem.c: older writes kept */
+		const struct undo *last = &T.u[n - 1];
+		uint64_t s = T.cfg.seed ^ T.ops;
+		s = (s ^ (s >> 31)) * 0x9e3779b97f4a7c15ull;
+		undo_one(last, last->len ? (size_t)((s >> 11) % last->len) : 0);
+	} else if (T.cfg.how == ALEX_CRASH_LOSE) {
+		while (n--)
+			undo_one(&T.u[n], 0);
+	}
+	report("cut %llu %s %llu\n", (unsigned long long)T.ops, what,
+	       (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+	syscall(SYS_exit_group, ALEX_TEST_CUT_STATUS);
+}
+
+/*
+ * Counts a mutating call; cuts the power if it is the chosen one; returns
+ * the injected errno if this call is to fail, else 0.  Holds T.mu.
+ */
+static int before(const char *what, enum alex_test_class cls)
+{
+	T.ops++;
+	if (T.cfg.cut_at && T.ops == T.cfg.cut_at)
+		cut(what);
+	if (cls >= ALEX_TEST_NCLASS)
+		return 0;
+	T.class_ops[cls]++;
+	if (!T.fault_done && T.cfg.fault_at && cls == T.cfg.fault_class &&
+	    T.class_ops[cls] == T.cfg.fault_at) {
+		T.fault_done = 1;
+		report("fault %llu %s %llu\n", (unsigned long long)T.class_ops[cls], what,
+		       (unsigned long long)T.cfg.fault_err);
+		return T.cfg.fault_err;
+	}
+	return 0;
+}
+
+static int remember(int fd, uint64_t off, size_t len)
+{
+	struct undo u = { .fd = fd, .off = off, .len = len };
+	size_t got = 0;
+	int err;
+
+	if (!T.cfg.cut_at)
+		return 0;
+	if ((err = P()->size(NULL, fd, &u.old_size)))
+		return err;
+	if (off < u.old_size) {
+		size_t want = u.old_size - off < len ? (size_t)(u.old_size - off) : len;
+		if (!(u.data = malloc(want ? want : 1)))
+			return ENOMEM;
+		if ((err = P()->pread(NULL, fd, u.data, want, off, &got))) {
+			free(u.data);
+			return err;
+		}
+	}
+	if (T.n == T.cap) {
+		size_t cap = T.cap ? 2 * T.cap : 256;
+		struct undo *nu = realloc(T.u, cap * sizeof *nu);
+		if (!nu) {
+			free(u.data);
+			return ENOMEM;
+		}
+		T.u = nu;
+		T.cap = cap;
+	}
+	T.u[T.n++] = u;
+	return 0;
+}
+
+static int is_log(int fd)
+{
+	return fd >= 0 && fd < MAXFD && T.is_log[fd];
+}
+
+static int all_zero(const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+static int t_open(void *ctx, const char *path, int flags, int *fd)
+{
+	int err = P()->open(ctx, path, flags, fd);
+	if (!err && *fd < MAXFD) {
+		pthread_mutex_lock(&T.mu);
+		T.is_log[*fd] = strstr(path, "-alex") != NULL;
+		pthread_mutex_unlock(&T.mu);
+	}
+	return err;
+}
+
+/* A closed file's unsynced writes still die with the power: keep its
+ * records, under a duplicate descriptor, since the number may be reused. */
+static int t_close(void *ctx, int fd)
+{
+	pthread_mutex_lock(&T.mu);
+	int dup = -1;
+	for (size_t i = 0; i < T.n; i++)
+		if (T.u[i].fd == fd) {
+			if (dup < 0)
+				dup = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, MAXFD);
+			T.u[i].fd = dup;
+		}
+	if (fd >= 0 && fd < MAXFD)
+		T.is_log[fd] = 0;
+	pthread_mutex_unlock(&T.mu);
+	return P()->close(ctx, fd);
+}
+
+static int t_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t *got)
+{
+	return P()->pread(ctx, fd, buf, n, off, got);
+}
+
+static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
+{
+	pthread_mutex_lock(&T.mu);
+	enum alex_test_class c = !is_log(fd) ? ALEX_TEST_CKPTWRITE
+				 : all_zero(buf, n) ? ALEX_TEST_GROW : ALEX_TEST_LOGWRITE;
+	int err = before("pwrite", c);
+	if (!err)
+		err = remember(fd, off, n);
+	if (!err)
+		err = P()->pwrite(ctx, fd, buf, n, off);
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
+static int t_fdatasync(void *ctx, int fd)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = before("fdatasync", is_log(fd) ? ALEX_TEST_LOGSYNC : ALEX_TEST_CKPTSYNC);
+	if (!err)
+		err = P()->fdatasync(ctx, fd);
+	if (!err) { /* durable now: forget how to undo it */
+		size_t k = 0;
+		for (size_t i = 0; i < T.n; i++) {
+			if (T.u[i].fd == fd)
+				free(T.u[i].data);
+			else
+				T.u[k++] = T.u[i];
+		}
+		T.n = k;
+	}
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
+static int t_ftruncate(void *ctx, int fd, uint64_t size)
+{
+	pthread_mutex_lock(&T.mu);
+	uint64_t cur = 0;
+	int err = before("ftruncate", ALEX_TEST_NCLASS);
+	if (!err && !(err = P()->size(ctx, fd, &cur)) && size < cur)
+		err = remember(fd, size, (size_t)(cur - size));
+	else if (!err && size > cur)
+		err = remember(fd, cur, 0);
+	if (!err)
+		err = P()->ftruncate(ctx, fd, size);
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
+static int t_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = before("fallocate", is_log(fd) ? ALEX_TEST_GROW : ALEX_TEST_NCLASS);
+	if (!err)
+		err = remember(fd, off, 0);
+	if (!err)
+		err = P()->fallocate(ctx, fd, off, len);
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
+static int t_size(void *ctx, int fd, uint64_t *size)
+{
+	return P()->size(ctx, fd, size);
+}
+
+static int t_exists(void *ctx, const char *path, int *yes)
+{
+	return P()->exists(ctx, path, yes);
+}
+
+static int t_rename(void *ctx, const char *from, const char *to)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = before("rename", ALEX_TEST_NCLASS);
+	pthread_mutex_unlock(&T.mu);
+	return err ? err : P()->rename(ctx, from, to);
+}
+
+static int t_sync_dir(void *ctx, const char *path)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = before("sync_dir", ALEX_TEST_NCLASS);
+	pthread_mutex_unlock(&T.mu);
+	return err ? err : P()->sync_dir(ctx, path);
+}
+
+static int t_lock(void *ctx, int fd, int mode)
+{
+	return P()->lock(ctx, fd, mode);
+}
+
+static const struct alex_io_ops test_ops = {
+	.open = t_open,
+	.close = t_close,
+	.pread = t_pread,
+	.pwrite = t_pwrite,
+	.fdatasync = t_fdatasync,
+	.ftruncate = t_ftruncate,
+	.fallocate = t_fallocate,
+	.size = t_size,
+	.exists = t_exists,
+	.rename = t_rename,
+	.sync_dir = t_sync_dir,
+	.lock = t_lock,
+};
+
+static const struct alex_io test_io = { &test_ops, NULL };
+
+const struct alex_io *alex_test_io(const struct alex_test_cfg *cfg)
+{
+	pthread_mutex_lock(&T.mu);
+	T.cfg = *cfg;
+	pthread_mutex_unlock(&T.mu);
+	return &test_io;
+}
+
+void alex_test_counts(uint64_t *ops, uint64_t class_ops[ALEX_TEST_NCLASS])
+{
+	pthread_mutex_lock(&T.mu);
+	*ops = T.ops;
+	memcpy(class_ops, T.class_ops, sizeof T.class_ops);
+	pthread_mutex_unlock(&T.mu);
+}

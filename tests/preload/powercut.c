@@ -1,0 +1,238 @@
+/*
+ * powercut.c - the SQLite workload of the power-cut campaign (powercut.sh),
+ * and its judge.  Linked to libsqlite3; runs under libalex.so.
+ *
+ *   powercut run DB ACKS NTXN PACE_US   runs transactions 1..NTXN; after each
+ *                                       COMMIT returns, appends "i t_ns" to ACKS
+ *   powercut check DB ACKS MODE WINDOW_MS CUT_NS
+ *                                       reopens DB and judges what survived
+ *
+ * Transaction i is a pure function of i, so the state after any i can be
+ * rebuilt in memory with plain SQLite and compared with what recovery left.
+ * Every transaction also sets meta.last = i: that names the state.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int exec(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "powercut: %s: %s\n", sql, err ? err : sqlite3_errmsg(db));
+	sqlite3_free(err);
+	return rc;
+}
+
+/* A blob of n pseudo-random bytes (incompressible: no help from LZ4). */
+static int put_blob(sqlite3 *db, int64_t id, int64_t k, size_t n, uint64_t seed)
+{
+	uint8_t *b = malloc(n);
+	sqlite3_stmt *st;
+	int rc;
+	for (size_t j = 0; j < n; j++)
+		b[j] = (uint8_t)(mix(seed + j / 8) >> (8 * (j % 8)));
+	rc = sqlite3_prepare_v2(db, "insert or replace into t(id, k, v, b) values(?, ?, ?, ?)", -1,
+				&st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, k);
+		sqlite3_bind_text(st, 3, "blob", -1, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 4, b, (int)n, SQLITE_TRANSIENT);
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+		sqlite3_finalize(st);
+	}
+	free(b);
+	return rc;
+}
+
+/* The statements of transaction i (without BEGIN/COMMIT). */
+static int txn_body(sqlite3 *db, int i)
+{
+	char sql[2048];
+	uint64_t r = mix((uint64_t)i);
+	int rc = SQLITE_OK;
+
+	if (i == 1)
+		rc = exec(db, "create table t(id integer primary key, k integer, v text, b blob);"
+			      "create table meta(last integer); insert into meta values(0)");
+	else if (i == 150) /* large blobs: several pages each, overflow chains */
+		for (int j = 0; j < 3 && rc == SQLITE_OK; j++)
+			rc = put_blob(db, 100000 + j, j, 120000 + 40000 * (size_t)j, (uint64_t)i * 7 + j);
+	else if (i == 200) /* schema changes */
+		rc = exec(db, "create index t_k on t(k); alter table t add column extra text");
+	else if (i % 7 == 0) { /* multi-statement */
+		for (int j = 0; j < 5 && rc == SQLITE_OK; j++) {
+			snprintf(sql, sizeof sql, "insert into t(k, v) values(%d, 'multi %d.%d %0*d')",
+				 i * 10 + j, i, j, (int)(r % 300), 0);
+			rc = exec(db, sql);
+		}
+		snprintf(sql, sizeof sql, "update t set v = v || '+' where id %% 11 = %d;"
+			 "delete from t where id %% 29 = %d and id < 100000", i % 11, i % 29);
+		if (rc == SQLITE_OK)
+			rc = exec(db, sql);
+	} else if (r % 3 == 0) {
+		snprintf(sql, sizeof sql, "update t set k = k + 1, v = 'upd %d' where id = %" PRIu64,
+			 i, 1 + (r >> 8) % (uint64_t)(i * 2));
+		rc = exec(db, sql);
+	} else if (r % 3 == 1 && i > 20) {
+		snprintf(sql, sizeof sql, "delete from t where id = %" PRIu64, 1 + (r >> 8) % (uint64_t)i);
+		rc = exec(db, sql);
+	} else {
+		snprintf(sql, sizeof sql, "insert into t(k, v) values(%d, 'row %d %0*d')", i, i,
+			 (int)(r % 900), 0);
+		rc = exec(db, sql);
+	}
+	if (rc == SQLITE_OK) {
+		snprintf(sql, sizeof sql, "update meta set last = %d", i);
+		rc = exec(db, sql);
+	}
+	return rc;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int run(const char *path, const char *acks, int ntxn, long pace_us)
+{
+	sqlite3 *db;
+	int fd = open(acks, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0 || sqlite3_open(path, &db) != SQLITE_OK)
+		return 2;
+	sqlite3_busy_timeout(db, 5000);
+	for (int i = 1; i <= ntxn; i++) {
+		if (exec(db, "begin") || txn_body(db, i) || exec(db, "commit"))
+			return 3;
+		char line[64];
+		int n = snprintf(line, sizeof line, "%d %" PRIu64 "\n", i, now_ns());
+		if (write(fd, line, (size_t)n) != n)
+			return 4;
+		if (pace_us)
+			usleep((useconds_t)pace_us);
+	}
+	sqlite3_close(db);
+	return 0;
+}
+
+/* FNV-1a over the schema and every row, column types included. */
+static uint64_t digest(sqlite3 *db)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *q[] = { "select type, name, tbl_name, sql from sqlite_master order by name",
+			    "select * from t order by id", "select * from meta" };
+	for (int k = 0; k < 3; k++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(db, q[k], -1, &st, NULL) != SQLITE_OK)
+			continue; /* no table t yet: nothing to hash */
+		while (sqlite3_step(st) == SQLITE_ROW)
+			for (int c = 0; c < sqlite3_column_count(st); c++) {
+				int t = sqlite3_column_type(st, c);
+				const uint8_t *p = sqlite3_column_blob(st, c);
+				int n = sqlite3_column_bytes(st, c);
+				h = (h ^ (uint64_t)t) * 0x100000001b3ull;
+				for (int j = 0; j < n; j++)
+					h = (h ^ p[j]) * 0x100000001b3ull;
+				h = (h ^ 0xff) * 0x100000001b3ull;
+			}
+		sqlite3_finalize(st);
+	}
+	return h;
+}
+
+static int64_t last_of(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+	if (sqlite3_prepare_v2(db, "select last from meta", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int check(const char *path, const char *acks, const char *mode, long window_ms,
+		 uint64_t cut_ns)
+{
+	sqlite3 *db, *mem;
+	sqlite3_stmt *st;
+	char ic[256] = "?";
+
+	if (sqlite3_open(path, &db) != SQLITE_OK) {
+		printf("FAIL open: %s\n", sqlite3_errmsg(db));
+		return 1;
+	}
+	if (sqlite3_prepare_v2(db, "pragma integrity_check", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		snprintf(ic, sizeof ic, "%s", (const char *)sqlite3_column_text(st, 0));
+	else
+		snprintf(ic, sizeof ic, "error: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	if (strcmp(ic, "ok") != 0) {
+		printf("FAIL integrity_check: %s\n", ic);
+		return 1;
+	}
+	int64_t last = last_of(db);
+	uint64_t got = digest(db);
+	sqlite3_close(db);
+
+	/* what was acknowledged, and when */
+	FILE *f = fopen(acks, "r");
+	int64_t acked = 0, required = 0, i;
+	uint64_t t;
+	uint64_t slack = (uint64_t)window_ms * 1000000ull + 250000000ull;
+	while (f && fscanf(f, "%" SCNd64 " %" SCNu64, &i, &t) == 2) {
+		acked = i;
+		if (strcmp(mode, "full") == 0 || (cut_ns > slack && t <= cut_ns - slack))
+			required = i;
+	}
+	if (f)
+		fclose(f);
+	if (last < required || last > acked + 1) {
+		printf("FAIL state after txn %" PRId64 "; acknowledged %" PRId64 ", required %" PRId64
+		       "\n", last, acked, required);
+		return 1;
+	}
+	/* the same transactions, replayed in memory by plain SQLite */
+	if (sqlite3_open(":memory:", &mem) != SQLITE_OK)
+		return 1;
+	for (int k = 1; k <= last; k++)
+		if (exec(mem, "begin") || txn_body(mem, k) || exec(mem, "commit"))
+			return 1;
+	uint64_t want = digest(mem);
+	sqlite3_close(mem);
+	if (got != want) {
+		printf("FAIL contents differ from the state after txn %" PRId64 "\n", last);
+		return 1;
+	}
+	printf("ok after txn %" PRId64 " (acknowledged %" PRId64 ", required %" PRId64 ")\n", last,
+	       acked, required);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "run") == 0)
+		return run(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
+	if (argc == 7 && strcmp(argv[1], "check") == 0)
+		return check(argv[2], argv[3], argv[4], atol(argv[5]), strtoull(argv[6], NULL, 10));
+	fprintf(stderr, "usage: powercut run DB ACKS NTXN PACE_US\n"
+			"       powercut check DB ACKS full|normal WINDOW_MS CUT_NS\n");
+	return 2;
+}
