@@ -17,7 +17,7 @@ PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload check-bench bench bench-full torture crashtest check-asan fuzz demo deps install clean
+.PHONY: all check check-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
@@ -96,6 +96,9 @@ bench-full: all
 		| tee $(B)/bench/full-summary.md
 
 CRASH_KILLS ?= 50
+MULTIPROC_REPS ?= 3
+# faults in check: up to this many N per class, both errnos
+FAULTS_SAMPLE ?= 12
 # power cuts in check: K spread over a FULL and a NORMAL run (210 cuts)
 POWERCUT_FULL ?= 150
 POWERCUT_NORMAL ?= 60
@@ -104,19 +107,28 @@ check-preload: all $(PRELOAD_TESTS)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	tests/preload/strace.sh $(B)
 	tests/preload/concurrency.sh $(B)
+	tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
 	tests/preload/cli.sh $(B)
 	tests/preload/full.sh $(B)
 	tests/preload/regress.sh $(B)
 	tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
+	tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)
+	tests/preload/hostile.sh $(B)
 	examples/run.sh $(B)
 
 torture: all
 	tests/preload/crash.sh $(B) 1000
 
-# the whole power-cut campaign: every call of a FULL run, three ways each,
-# and 1000 cuts spread over a NORMAL run (about 20 minutes)
+# the power-cut campaign: every call of a FULL run (the crash variant
+# rotating; CRASHTEST_FULL=every3 for all three at each) and 1000 cuts
+# spread over a NORMAL run (about 12 minutes)
+CRASHTEST_FULL ?= every
 crashtest: all $(B)/tests/powercut
-	tests/preload/powercut.sh $(B) 0 1000
+	tests/preload/powercut.sh $(B) $(CRASHTEST_FULL) 1000
+
+# EIO and ENOSPC at every N of every class (about 8 minutes)
+faulttest: all $(B)/tests/powercut
+	tests/preload/faults.sh $(B) every
 
 deps:
 	@tools/ensure-deps

@@ -37,7 +37,9 @@ enum {
 	ALEX_EINVAL = -1005,   /* an argument or configuration value is invalid */
 	ALEX_ENOMEM = -1006,   /* the memory budget or the allocator ran out */
 	ALEX_EBADBLOCK = -1007, /* a block read from the log failed its checksum */
-	ALEX_EINUSE = -1008    /* another engine holds the log (exclusive open) */
+	ALEX_EINUSE = -1008,   /* another engine holds the log (exclusive open) */
+	ALEX_EFOREIGN = -1009  /* the log is for another database (or the database
+				  file was replaced while its log held pages) */
 };
 
 /* The logical files of one database. */
@@ -71,6 +73,11 @@ struct alex_config {
 	int protect_base;                 /* mark the database file while the log
 					     holds newer pages, so SQLite without
 					     ALEX refuses it (default 1) */
+	int db_only;                      /* only ALEX_FILE_DB is the engine's: the
+					     journal and WAL files are never opened,
+					     sized or truncated (libalex.so and the
+					     alex tool, whose logs hold only the
+					     database; default 0) */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 8 MiB, 64 MiB, 100 ms,
@@ -142,6 +149,15 @@ int alex_discard(alex_db *db);
  * still become durable within the window.  0 when nothing was due.
  */
 int alex_sync_if_due(alex_db *db);
+
+/*
+ * Commits the open transaction without syncing it, whatever cfg.sync says:
+ * it is visible to other engines at once and durable at the next sync
+ * (alex_sync, a FULL commit, a checkpoint, close).  For writes whose
+ * durability their writer provides otherwise: SQLite's WAL checkpoint,
+ * whose frames stay in the WAL until the database is synced.
+ */
+int alex_publish(alex_db *db);
 
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);

@@ -39,6 +39,8 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 	uint64_t phys = 0;
 	int err;
 
+	if (db->cfg.db_only && f != ALEX_FILE_DB)
+		return 0; /* SQLite's journal and WAL: never ours to size */
 	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
 	int marked = f == ALEX_FILE_DB && db->base_marked, remark = 0;

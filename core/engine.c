@@ -25,6 +25,7 @@ static const char *const file_suffix[ALEX_NFILES] = { "", "-journal", "-wal" };
 
 void alex_config_default(struct alex_config *cfg)
 {
+	memset(cfg, 0, sizeof *cfg); /* every later field defaults to 0 */
 	cfg->sync = ALEX_SYNC_FULL;
 	cfg->compress = ALEX_COMPRESS_AUTO;
 	cfg->compress_min_saving_pct = 10;
@@ -91,7 +92,9 @@ static int open_bases(alex_db *db)
 		int exists = 1, err;
 		uint64_t size = 0;
 
-		if (db->base_fd[f] < 0 && f != ALEX_FILE_DB &&
+		if (db->cfg.db_only && f != ALEX_FILE_DB)
+			exists = 0; /* SQLite's own: its size is none of ours */
+		else if (db->base_fd[f] < 0 && f != ALEX_FILE_DB &&
 		    (err = o->exists(db->io.ctx, db->path[f], &exists)))
 			return err;
 		if (exists) {
@@ -150,7 +153,8 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
 		goto fail;
 	db->nonce = alex_random32();
-	if ((err = open_bases(db)) || (err = alex_log_open(db)) || (err = alex_recover(db)))
+	if ((err = open_bases(db)) || (err = alex_log_open(db)) || (err = alex_recover(db)) ||
+	    (err = alex_protect_check_base(db)))
 		goto fail;
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];
@@ -193,7 +197,32 @@ static int load_block(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	return 0;
 }
 
+static int reload(alex_db *db, int force);
+static int txn_open(const alex_db *db);
+static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off,
+		     size_t *got);
+
+/*
+ * A block that fails its crc may have been overwritten: another process
+ * checkpointed and started a new epoch while this engine's map still
+ * pointed into the old one (WAL mode, where a reader holds no lock that
+ * keeps checkpoints out).  SQLite never checkpoints pages an active reader
+ * still needs, so the base file then holds what the block was: catch up
+ * and read again.  A block that is bad after that is damage.
+ */
 int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	int err = read_once(db, f, buf, len, off, got);
+	if (err == ALEX_EBADBLOCK && !db->failed && !txn_open(db)) {
+		uint64_t epoch = db->hdr.epoch;
+		if (reload(db, 0) == 0 && db->hdr.epoch != epoch)
+			err = read_once(db, f, buf, len, off, got);
+	}
+	return err;
+}
+
+static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off,
+		     size_t *got)
 {
 	uint8_t *dst = buf, *tmp = db->scratch + ALEX_BLOCK;
 	size_t done = 0;
@@ -386,7 +415,8 @@ static int spill(alex_db *db)
 	uint64_t off;
 	int err;
 
-	if ((err = stage(db, 0, &len, &n)) || (err = alex_log_append(db, len, &off)))
+	if ((err = alex_log_base_fresh(db)) || (err = stage(db, 0, &len, &n)) ||
+	    (err = alex_log_append(db, len, &off)))
 		return err;
 	db->unsynced_spill = 1;
 	db->st.spills++;
@@ -440,7 +470,7 @@ int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint6
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (!valid_file(f))
+	if (!valid_file(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
 		return ALEX_EINVAL;
 	if (off + len < off || off + len > ALEX_MAX_FILE)
 		return EFBIG;
@@ -477,7 +507,7 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (!valid_file(f))
+	if (!valid_file(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
 		return ALEX_EINVAL;
 	if (size > ALEX_MAX_FILE)
 		return EFBIG;
@@ -529,7 +559,8 @@ static int sync_log(alex_db *db)
 	return 0;
 }
 
-int alex_commit(alex_db *db)
+/* sync: FULL's promise, that the record is on disk before this returns */
+static int commit(alex_db *db, int sync)
 {
 	uint32_t len, n;
 	uint64_t off;
@@ -539,10 +570,11 @@ int alex_commit(alex_db *db)
 		return ALEX_EFAILED;
 	if (!txn_open(db))
 		return 0;
-	if ((err = first_commit(db)) || (err = stage(db, ALEX_REC_COMMIT, &len, &n)) ||
+	if ((err = alex_log_base_fresh(db)) || (err = first_commit(db)) ||
+	    (err = stage(db, ALEX_REC_COMMIT, &len, &n)) ||
 	    (err = alex_log_append(db, len, &off)))
 		return err;
-	if (db->cfg.sync == ALEX_SYNC_FULL && (err = sync_log(db))) {
+	if (sync && (err = sync_log(db))) {
 		/* The record may or may not be on disk.  Nothing moved yet, so a
 		 * retry rewrites it in place -- unless spill records written
 		 * before it were covered by this failed sync: their pages may be
@@ -570,13 +602,14 @@ int alex_commit(alex_db *db)
 	db->txn_truncated = 0;
 	db->epoch_commits++;
 	db->st.commits++;
-	if (db->cfg.sync == ALEX_SYNC_NORMAL) {
+	if (!sync && db->cfg.sync != ALEX_SYNC_OFF) {
 		uint64_t now = alex_now_ns();
 		db->unsynced_commit = 1;
 		db->unsynced_bytes += len;
 		if (!db->unsynced_since_ns)
 			db->unsynced_since_ns = now;
-		if (alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
+		if (db->cfg.sync == ALEX_SYNC_NORMAL &&
+		    alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
 		    (err = sync_log(db))) {
 			db->failed = 1; /* committed records we no longer hold */
 			return err;
@@ -585,6 +618,16 @@ int alex_commit(alex_db *db)
 	if (db->append_off - ALEX_LOG_DATA >= db->cfg.checkpoint_bytes && alex_ckpt_run(db))
 		db->st.checkpoint_failures++;
 	return 0;
+}
+
+int alex_commit(alex_db *db)
+{
+	return commit(db, db->cfg.sync == ALEX_SYNC_FULL);
+}
+
+int alex_publish(alex_db *db)
+{
+	return commit(db, 0);
 }
 
 int alex_sync_if_due(alex_db *db)
@@ -684,7 +727,7 @@ int alex_close(alex_db *db)
 		err = alex_ckpt_run(db);
 		done = !err;
 	}
-	if (!done && db->cfg.sync == ALEX_SYNC_NORMAL && !db->failed && db->unsynced_commit) {
+	if (!done && db->cfg.sync != ALEX_SYNC_OFF && !db->failed && db->unsynced_commit) {
 		int e = alex_log_sync(db);
 		if (!err)
 			err = e;

@@ -15,6 +15,8 @@ const char *alex_strerror(int code)
 	case ALEX_ENOMEM: return "out of memory";
 	case ALEX_EBADBLOCK: return "block in the log failed its checksum";
 	case ALEX_EINUSE: return "the database is in use by another process";
+	case ALEX_EFOREIGN: return "the log belongs to another database (the database header it "
+				   "records does not match this file)";
 	}
 	/* strerror is not thread-safe for unknown codes only; these are known */
 	return code > 0 ? strerror(code) : "unknown ALEX error";

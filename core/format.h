@@ -16,10 +16,14 @@
  *    32   8  epoch      >= 1, +1 at every checkpoint
  *    40   8  start_lsn  LSN of the first record of this epoch
  *    48   4  salt       random per epoch: prev_crc of the epoch's first record
- *    52   4  flags      0
- *    56   4  reserved   0
+ *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
+ *    56   4  base_crc   crc32c of bytes 64..163 (0 without BASE)
  *    60   4  crc        crc32c of bytes 0..59
- *   The rest of the slot is zero.
+ *    64 100  base       the database file's first 100 bytes when the epoch's
+ *                       first record was written (byte 19 unmarked; zeros
+ *                       for an empty file): which database this log is for
+ *   The rest of the slot is zero.  Logs written before BASE existed have
+ *   flags 0 and are not checked against their database.
  *
  * From byte 8192 on: records, back to back, each starting on a 4096-byte
  * boundary.  A record is one transaction, or a part of one too large for
@@ -78,7 +82,9 @@
 #define ALEX_BLOCK_SHIFT 12
 #define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
 #define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
-#define ALEX_HDR_SLOT_USED 64u
+#define ALEX_HDR_SLOT_USED 164u
+#define ALEX_HDR_BASE 1u      /* header flag: the base copy is present */
+#define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
 #define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* first record */
 #define ALEX_REC_FIXED 112u
 #define ALEX_REC_ENTRY 20u
@@ -96,7 +102,8 @@ struct alex_loghdr {
 	uint64_t epoch;
 	uint64_t start_lsn;
 	uint32_t salt;
-	uint32_t flags;
+	uint32_t flags; /* ALEX_HDR_BASE: base holds the database's header */
+	uint8_t base[ALEX_BASE_HDR];
 };
 
 struct alex_rec {
@@ -121,7 +128,8 @@ static inline uint64_t alex_roundup_block(uint64_t n)
 	return (n + ALEX_BLOCK - 1) & ~(uint64_t)(ALEX_BLOCK - 1);
 }
 
-/* Header slot: encode into 64 bytes, decode from 64 bytes (0 or ALEX_E*). */
+/* Header slot: encode into, decode from ALEX_HDR_SLOT_USED bytes (0 or
+ * ALEX_E*).  The encoder always writes the base copy and sets ALEX_HDR_BASE. */
 void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h);
 int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h);
 

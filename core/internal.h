@@ -108,6 +108,10 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
 int alex_log_sync(struct alex_db *db);
 int alex_log_new_epoch(struct alex_db *db);
+/* Before the first record of an epoch: if the base changed since the
+ * epoch began (plain SQLite wrote it while the log was empty), start a new
+ * epoch so that its header records the base as it is now. */
+int alex_log_base_fresh(struct alex_db *db);
 /* Grows the log so that a record of this many blocks fits after the end:
  * a full disk then surfaces as SQLite writes a page (SQLITE_FULL), not
  * later when it syncs. */
@@ -133,6 +137,13 @@ int alex_protect_mark(struct alex_db *db);
 int alex_protect_apply(uint8_t *blk0, size_t len);
 /* Restores byte 19 in a block 0 read from the base file. */
 void alex_protect_unmask(uint8_t *blk0, size_t len);
+/* The base's first 100 bytes as SQLite would read them (byte 19 restored,
+ * zeros for an empty file or the placeholder): what log headers record. */
+int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR]);
+/* Is this log the base's?  After recovery: the base must match the
+ * header's copy, or the log's own newest block 0 (a checkpoint was cut
+ * short after writing it), byte by byte.  0 or ALEX_EFOREIGN. */
+int alex_protect_check_base(struct alex_db *db);
 
 /* ckpt.c */
 int alex_ckpt_run(struct alex_db *db);

@@ -29,7 +29,9 @@ struct alex_io_ops {
 	int (*fallocate)(void *ctx, int fd, uint64_t off, uint64_t len);
 	int (*size)(void *ctx, int fd, uint64_t *size);
 	int (*exists)(void *ctx, const char *path, int *yes);
-	int (*rename)(void *ctx, const char *from, const char *to);
+	/* noreplace: fail with EEXIST rather than replace an existing to */
+	int (*rename)(void *ctx, const char *from, const char *to, int noreplace);
+	int (*unlink)(void *ctx, const char *path);
 	/* makes the directory entry of path durable */
 	int (*sync_dir)(void *ctx, const char *path);
 	/* takes (1 shared, 2 exclusive) or drops (0) a lock on the whole file

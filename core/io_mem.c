@@ -305,7 +305,7 @@ static int mem_exists(void *ctx, const char *path, int *yes)
 	return 0;
 }
 
-static int mem_rename(void *ctx, const char *from, const char *to)
+static int mem_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	alex_mem *m = ctx;
 	int i = find(m, from), j = find(m, to);
@@ -315,6 +315,8 @@ static int mem_rename(void *ctx, const char *from, const char *to)
 		return ENOENT;
 	if (i == j)
 		return 0;
+	if (j >= 0 && noreplace)
+		return EEXIST;
 	if (!(name = strdup(to)))
 		return ENOMEM;
 	if (j >= 0) {
@@ -324,6 +326,18 @@ static int mem_rename(void *ctx, const char *from, const char *to)
 	}
 	free(m->files[i].name);
 	m->files[i].name = name;
+	return 0;
+}
+
+static int mem_unlink(void *ctx, const char *path)
+{
+	alex_mem *m = ctx;
+	int i = find(m, path);
+
+	if (i < 0)
+		return ENOENT;
+	free(m->files[i].name); /* as a replaced file: its handle number stays dead */
+	m->files[i].name = NULL;
 	return 0;
 }
 
@@ -351,6 +365,7 @@ static const struct alex_io_ops mem_ops = {
 	.size = mem_size,
 	.exists = mem_exists,
 	.rename = mem_rename,
+	.unlink = mem_unlink,
 	.sync_dir = mem_sync_dir,
 	.lock = mem_lock,
 };

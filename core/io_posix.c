@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h> /* RENAME_NOREPLACE */
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,10 +156,25 @@ static int px_exists(void *ctx, const char *path, int *yes)
 	return errno;
 }
 
-static int px_rename(void *ctx, const char *from, const char *to)
+static int px_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	(void)ctx;
-	return err_of(syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to));
+	if (!noreplace)
+		return err_of(syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to));
+	if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return errno;
+	/* a file system without RENAME_NOREPLACE: link() never replaces */
+	if (syscall(SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0) < 0)
+		return errno;
+	return err_of(syscall(SYS_unlinkat, AT_FDCWD, from, 0));
+}
+
+static int px_unlink(void *ctx, const char *path)
+{
+	(void)ctx;
+	return err_of(syscall(SYS_unlinkat, AT_FDCWD, path, 0));
 }
 
 static int px_sync_dir(void *ctx, const char *path)
@@ -215,6 +231,7 @@ static const struct alex_io_ops posix_ops = {
 	.size = px_size,
 	.exists = px_exists,
 	.rename = px_rename,
+	.unlink = px_unlink,
 	.sync_dir = px_sync_dir,
 	.lock = px_lock,
 };

@@ -4,7 +4,7 @@
  * ALEX_TEST_FAULT is set (man/libalex.7), never otherwise.
  *
  * Power cut: every mutating call (pwrite, fdatasync, ftruncate, fallocate,
- * rename, directory sync) is numbered from 1 across the process.  Before a
+ * rename, unlink, directory sync) is numbered from 1 across the process.  Before a
  * pwrite or ftruncate the bytes it replaces are read and kept until the
  * file's next fdatasync.  At call number K, instead of making it, the
  * process puts back what the disk would hold had the power failed there
@@ -291,12 +291,20 @@ static int t_exists(void *ctx, const char *path, int *yes)
 	return P()->exists(ctx, path, yes);
 }
 
-static int t_rename(void *ctx, const char *from, const char *to)
+static int t_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	pthread_mutex_lock(&T.mu);
 	int err = before("rename", ALEX_TEST_NCLASS);
 	pthread_mutex_unlock(&T.mu);
-	return err ? err : P()->rename(ctx, from, to);
+	return err ? err : P()->rename(ctx, from, to, noreplace);
+}
+
+static int t_unlink(void *ctx, const char *path)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = before("unlink", ALEX_TEST_NCLASS);
+	pthread_mutex_unlock(&T.mu);
+	return err ? err : P()->unlink(ctx, path);
 }
 
 static int t_sync_dir(void *ctx, const char *path)
@@ -323,6 +331,7 @@ static const struct alex_io_ops test_ops = {
 	.size = t_size,
 	.exists = t_exists,
 	.rename = t_rename,
+	.unlink = t_unlink,
 	.sync_dir = t_sync_dir,
 	.lock = t_lock,
 };

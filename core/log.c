@@ -109,28 +109,40 @@ static int grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
 	return 0;
 }
 
-static int create_log(struct alex_db *db)
+/*
+ * Makes the log under a name of its own and renames it into place without
+ * replacing: two processes creating one database at once both get the
+ * same log (the loser's EEXIST sends it to open the winner's).  replace:
+ * an empty file named like the log is in the way and holds nothing.
+ */
+static int create_log(struct alex_db *db, int replace)
 {
 	const struct alex_io_ops *o = db->io.ops;
-	size_t n = strlen(db->log_path) + 5;
+	size_t n = strlen(db->log_path) + 32;
 	char *tmp = malloc(n);
 	int fd = -1, err;
 
 	if (!tmp)
 		return ALEX_ENOMEM;
-	snprintf(tmp, n, "%s.new", db->log_path);
+	snprintf(tmp, n, "%s.new-%d-%08x", db->log_path, (int)getpid(), alex_random32());
 	memset(&db->hdr, 0, sizeof db->hdr);
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
 	db->hdr.epoch = 1;
 	db->hdr.start_lsn = 1;
 	db->hdr.salt = alex_random32();
-	if ((err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
+	db->hdr.flags = ALEX_HDR_BASE;
+	if ((err = alex_protect_base_header(db, db->hdr.base)) ||
+	    (err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
 		goto out;
 	uint64_t len = ALEX_LOG_DATA + (64u << 10);
 	if ((err = grow(db, fd, 0, len)) || (err = write_slot(db, fd, &db->hdr)) ||
-	    (err = o->fdatasync(db->io.ctx, fd)) ||
-	    (err = o->rename(db->io.ctx, tmp, db->log_path)) ||
-	    (err = o->sync_dir(db->io.ctx, db->log_path)))
+	    (err = o->fdatasync(db->io.ctx, fd)))
+		goto out;
+	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace))) {
+		o->unlink(db->io.ctx, tmp);
+		goto out;
+	}
+	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
 		goto out;
 	db->log_fd = fd;
 	db->alloc_end = len;
@@ -185,8 +197,8 @@ int alex_log_open(struct alex_db *db)
 
 	if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
 		return err;
-	if (!exists)
-		return create_log(db);
+	if (!exists && (err = create_log(db, 0)) != EEXIST)
+		return err; /* made it, or failed; EEXIST: another process made it first */
 	if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
 		return err;
 	db->log_fd = fd;
@@ -196,7 +208,7 @@ int alex_log_open(struct alex_db *db)
 		/* an empty file (touch, or a copy) holds nothing to lose */
 		o->close(db->io.ctx, fd);
 		db->log_fd = -1;
-		return create_log(db);
+		return create_log(db, 1);
 	}
 	if ((err = alex_log_read_header(db, &db->hdr)))
 		return err;
@@ -271,12 +283,28 @@ int alex_log_new_epoch(struct alex_db *db)
 	h.epoch++;
 	h.start_lsn = db->next_lsn;
 	h.salt = alex_random32();
-	if ((err = write_slot(db, db->log_fd, &h)) || (err = alex_log_sync(db)))
+	h.flags |= ALEX_HDR_BASE;
+	if ((err = alex_protect_base_header(db, h.base)) ||
+	    (err = write_slot(db, db->log_fd, &h)) || (err = alex_log_sync(db)))
 		return err;
 	db->hdr = h;
 	db->append_off = ALEX_LOG_DATA;
 	db->prev_crc = h.salt;
 	return 0;
+}
+
+int alex_log_base_fresh(struct alex_db *db)
+{
+	uint8_t now[ALEX_BASE_HDR];
+	int err;
+
+	if (db->append_off != ALEX_LOG_DATA)
+		return 0;
+	if ((err = alex_protect_base_header(db, now)))
+		return err;
+	if ((db->hdr.flags & ALEX_HDR_BASE) && memcmp(now, db->hdr.base, ALEX_BASE_HDR) == 0)
+		return 0;
+	return alex_log_new_epoch(db);
 }
 
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)

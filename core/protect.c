@@ -15,6 +15,7 @@
  * always keeps equal to it, and a placeholder reads as an empty file.  A
  * checkpoint writes block 0 back, which removes the mark.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -107,4 +108,64 @@ int alex_protect_mark(struct alex_db *db)
 		return err;
 	}
 	return 0;
+}
+
+int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR])
+{
+	int fd = db->base_fd[ALEX_FILE_DB], err;
+	uint64_t size = 0;
+	size_t got = 0;
+
+	memset(out, 0, ALEX_BASE_HDR);
+	if (fd < 0)
+		return 0;
+	if ((err = db->io.ops->size(db->io.ctx, fd, &size)) ||
+	    (size && (err = db->io.ops->pread(db->io.ctx, fd, out, ALEX_BASE_HDR, 0, &got))))
+		return err;
+	if (is_placeholder(out, got, size))
+		memset(out, 0, ALEX_BASE_HDR);
+	alex_protect_unmask(out, got);
+	return 0;
+}
+
+/*
+ * A log copied beside another database, or a database file replaced while
+ * its log held pages, would otherwise be replayed over a file it does not
+ * belong to.  The base may be as the epoch began (the header's copy) or,
+ * after a checkpoint cut short, partly as the log describes it: its newest
+ * block 0, or -- if the epoch truncated block 0 away -- the base's own
+ * bytes below the logical size and zeros from there.  Byte by byte, so a
+ * write of block 0 torn inside the header is accepted too.
+ */
+int alex_protect_check_base(struct alex_db *db)
+{
+	uint8_t now[ALEX_BASE_HDR], *blk;
+	const struct alex_loc *l;
+	int err;
+
+	if (!(db->hdr.flags & ALEX_HDR_BASE) || !db->epoch_commits)
+		return 0;
+	if ((err = alex_protect_base_header(db, now)))
+		return err;
+	if (memcmp(now, db->hdr.base, ALEX_BASE_HDR) == 0)
+		return 0;
+	if (!(blk = malloc(ALEX_BLOCK)))
+		return ALEX_ENOMEM;
+	if ((l = alex_map_get(&db->map, alex_key(ALEX_FILE_DB, 0)))) {
+		if ((err = alex_log_read_block(db, l, blk))) {
+			free(blk);
+			return err;
+		}
+		alex_protect_unmask(blk, ALEX_BLOCK);
+	} else {
+		uint64_t end = db->climit[ALEX_FILE_DB] < db->csize[ALEX_FILE_DB]
+				       ? db->climit[ALEX_FILE_DB] : db->csize[ALEX_FILE_DB];
+		for (unsigned i = 0; i < ALEX_BASE_HDR; i++)
+			blk[i] = i < end ? now[i] : 0;
+	}
+	for (unsigned i = 0; i < ALEX_BASE_HDR && !err; i++)
+		if (now[i] != db->hdr.base[i] && now[i] != blk[i])
+			err = ALEX_EFOREIGN;
+	free(blk);
+	return err;
 }

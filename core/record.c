@@ -17,7 +17,9 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 	alex_put64(out + 32, h->epoch);
 	alex_put64(out + 40, h->start_lsn);
 	alex_put32(out + 48, h->salt);
-	alex_put32(out + 52, h->flags);
+	alex_put32(out + 52, h->flags | ALEX_HDR_BASE);
+	memcpy(out + 64, h->base, ALEX_BASE_HDR);
+	alex_put32(out + 56, alex_crc32c(0, out + 64, ALEX_BASE_HDR));
 	alex_put32(out + 60, alex_crc32c(0, out, 60));
 }
 
@@ -36,6 +38,12 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	h->start_lsn = alex_get64(in + 40);
 	h->salt = alex_get32(in + 48);
 	h->flags = alex_get32(in + 52);
+	memset(h->base, 0, ALEX_BASE_HDR);
+	if (h->flags & ALEX_HDR_BASE) {
+		if (alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR))
+			return ALEX_ECORRUPT;
+		memcpy(h->base, in + 64, ALEX_BASE_HDR);
+	}
 	return 0;
 }
 

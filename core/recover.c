@@ -120,8 +120,11 @@ static int adopt_next_epoch(alex_db *db)
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = salt;
+	/* the lost slot's copy of the base is unknown: unchecked this time,
+	 * and the rewritten slot records the base as it is now */
+	db->hdr.flags &= ~ALEX_HDR_BASE;
 	db->st.header_repaired = 1;
-	return 0;
+	return alex_protect_base_header(db, db->hdr.base);
 }
 
 /*
@@ -222,8 +225,6 @@ static int scan(alex_db *db, uint64_t *commits, uint64_t *stop, enum alex_stop *
 	*stop = off;
 	*why_out = why;
 	*uncommitted_out = uncommitted;
-	if (why > ALEX_STOP_STALE)
-		err = look_past(db, off + ALEX_BLOCK, lsn);
 out:
 	free(ops.v);
 	return err;
@@ -245,6 +246,13 @@ int alex_recover(alex_db *db)
 	db->prev_crc = db->hdr.salt;
 	if ((err = scan(db, &db->st.recovered_commits, &db->st.stop_offset, &db->st.stop_reason,
 			&uncommitted)))
+		return err;
+	/* Zeros or a bad record with this epoch's records after it: those are
+	 * lost commits, not a torn tail.  (Only at open: a refresh runs at
+	 * every transaction.)  A stale record ends an abandoned chain, which
+	 * legitimately leaves higher lsns of the old chain behind it. */
+	if (db->st.stop_reason != ALEX_STOP_STALE &&
+	    (err = look_past(db, db->st.stop_offset + ALEX_BLOCK, db->next_lsn)))
 		return err;
 	db->st.dropped_records = uncommitted + (db->st.stop_reason > ALEX_STOP_STALE);
 	db->st.log_used = db->append_off - ALEX_LOG_DATA;

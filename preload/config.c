@@ -182,6 +182,7 @@ int alex_config_load(void)
 	int v;
 
 	alex_config_default(e);
+	e->db_only = 1; /* the journal lives in memory, the WAL is SQLite's */
 	alex_cfg.loglevel = ALEX_LOG_WARN;
 	alex_cfg.bad = 0;
 	v = ALEX_LOG_WARN;

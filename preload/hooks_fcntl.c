@@ -35,10 +35,12 @@ static int releases_reserved(int cmd, const struct flock *l)
 }
 
 /* SQLite taking its SHARED lock: the start of a read or write transaction,
- * when other processes' commits must become visible. */
+ * when other processes' commits must become visible.  Or EXCLUSIVE on the
+ * same bytes: closing a WAL database, SQLite goes there straight from a
+ * SHARED it took long ago, and then checkpoints from what it reads. */
 static int takes_shared(int cmd, const struct flock *l)
 {
-	if (!sets_lock(cmd, l) || l->l_type != F_RDLCK)
+	if (!sets_lock(cmd, l) || (l->l_type != F_RDLCK && l->l_type != F_WRLCK))
 		return 0;
 	return l->l_start <= SQLITE_SHARED_FIRST &&
 	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
@@ -55,8 +57,10 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	alex_log(ALEX_LOG_ERROR, "%s: reading other processes' commits: %s", o->db->path,
 		 alex_strerror(rc));
 	struct flock u = *l;
-	u.l_type = F_UNLCK;
-	real(fd, cmd, &u); /* give the lock back: SQLite sees the lock fail */
+	/* give the lock back: SQLite sees the lock fail; from EXCLUSIVE it
+	 * falls back to the SHARED it held */
+	u.l_type = l->l_type == F_WRLCK ? F_RDLCK : F_UNLCK;
+	real(fd, cmd, &u);
 	errno = alex_errno_of(rc);
 	return -1;
 }

@@ -60,6 +60,15 @@ static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 		off = (int64_t)size;
 	}
 	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
+	/* WAL mode: only a checkpoint writes the database, and it tells readers
+	 * which pages it copied (nBackfill in -shm) with a store to shared
+	 * memory, no system call, before the lock release or sync that would
+	 * commit here.  A reader starting in between reads those pages from
+	 * the database: each must already be in the log, visible.  Durable it
+	 * need not be yet -- the WAL keeps the frames until the database is
+	 * synced, and that sync syncs the log. */
+	if (!rc && o->db->shm_fd >= 0)
+		rc = alex_publish(o->db->eng);
 	pthread_mutex_unlock(&o->db->mu);
 	ALEX_COUNT(writes, 1);
 	ALEX_COUNT(write_bytes, n);

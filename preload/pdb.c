@@ -156,7 +156,11 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	int rc = alex_open(canon, &alex_cfg.engine,
 			   alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL, &p->eng);
 	if (rc) {
-		alex_log(ALEX_LOG_ERROR, "%s: %s", canon, alex_strerror(rc));
+		/* a problem of the log names the log, with what to do about it */
+		int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;
+		alex_log(ALEX_LOG_ERROR, "%s%s: %s%s%s", canon, logs ? "-alex" : "",
+			 alex_strerror(rc), logs ? "; the database stays closed until: alex recover " : "",
+			 logs ? canon : "");
 		err = alex_errno_of(rc);
 		free(p->path);
 		free(p);
@@ -168,8 +172,16 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	if (s.lost_offset)
 		alex_log(ALEX_LOG_ERROR, "%s-alex: damaged record at byte %llu (%s); committed "
 			 "records after it (from byte %llu) cannot be used; %llu commits kept",
-			 canon, (unsigned long long)s.stop_offset, alex_stop_name(s.stop_reason),
+			 canon, (unsigned long long)s.stop_offset,
+			 s.stop_reason == ALEX_STOP_END ? "zeros where a record should be"
+							: alex_stop_name(s.stop_reason),
 			 (unsigned long long)s.lost_offset, (unsigned long long)s.recovered_commits);
+	else if (s.stop_reason > ALEX_STOP_STALE)
+		/* a torn last write after a crash looks the same: not an error */
+		alex_log(ALEX_LOG_WARN, "%s-alex: damaged or torn record at byte %llu (%s), the "
+			 "last in the log: dropped; %llu commits kept", canon,
+			 (unsigned long long)s.stop_offset, alex_stop_name(s.stop_reason),
+			 (unsigned long long)s.recovered_commits);
 	else if (s.recovered_records)
 		alex_log(ALEX_LOG_INFO, "%s-alex: recovered %llu commits; log ends at byte %llu "
 			 "(%s), %llu uncommitted or torn records dropped", canon,
@@ -213,18 +225,21 @@ struct pdb *alex_pdb_find(const char *path)
 	return p;
 }
 
-/* Can this process take SQLite's EXCLUSIVE lock on path right now? */
-static int exclusive_now(const char *path)
+/* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
+ * that holds it, or -1 if another process uses the database. */
+static int exclusive_hold(const char *path)
 {
 	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000000L,
 			   .l_len = 2 + 510 };
-	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC), ok;
+	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		return 0;
-	ok = REAL(fcntl)(fd, F_SETLK, &l) == 0;
-	REAL(close)(fd); /* drops the lock */
-	return ok;
+		return -1;
+	if (REAL(fcntl)(fd, F_SETLK, &l) != 0) {
+		REAL(close)(fd);
+		return -1;
+	}
+	return fd;
 }
 
 void alex_pdb_put(struct pdb *p)
@@ -260,12 +275,18 @@ void alex_pdb_put(struct pdb *p)
 		alex_log(ALEX_LOG_ERROR, "%s: final commit: %s", p->path, alex_strerror(rc));
 	/* Checkpoint only if no other process uses the database: their engines
 	 * may be reading the log this would start to overwrite.  SQLite's own
-	 * EXCLUSIVE lock says so; this process has no SQLite descriptor left
-	 * on the file, so a short-lived one of ours drops nothing of SQLite's. */
-	if (!rc && alex_cfg.engine.checkpoint_on_close && exclusive_now(p->path) &&
-	    (rc = alex_checkpoint(p->eng)))
+	 * EXCLUSIVE lock says so, and is held throughout, so that nobody
+	 * commits meanwhile; first catch up with what others committed since
+	 * this engine last looked, or the new epoch would orphan it.  This
+	 * process has no SQLite descriptor left on the file, so closing ours
+	 * drops nothing of SQLite's. */
+	int xfd = -1;
+	if (!rc && alex_cfg.engine.checkpoint_on_close && (xfd = exclusive_hold(p->path)) >= 0 &&
+	    ((rc = alex_refresh(p->eng)) || (rc = alex_checkpoint(p->eng))))
 		alex_log(ALEX_LOG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
 			 p->path, alex_strerror(rc));
+	if (xfd >= 0)
+		REAL(close)(xfd);
 	alex_set_checkpoint_on_close(p->eng, 0);
 	struct alex_stats es;
 	alex_stats(p->eng, &es);
@@ -291,6 +312,11 @@ int alex_pdb_commit(struct pdb *db)
 	int saved = errno;
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_commit(db->eng);
+	/* FULL: a sync of the database also makes what alex_publish left
+	 * unsynced durable (a WAL checkpoint's pages, before SQLite resets
+	 * the WAL that still holds them) */
+	if (!rc && alex_cfg.engine.sync == ALEX_SYNC_FULL)
+		rc = alex_sync(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	if (rc) {
 		errno = alex_errno_of(rc);

@@ -4,6 +4,8 @@
  *   alex checkpoint FILE   copy the log into FILE; FILE is a plain database after
  *   alex stat FILE         what the log holds
  *   alex verify FILE       exit 1 if the log is damaged (not just cut short)
+ *   alex recover FILE      salvage what the log holds that is valid into FILE,
+ *                          then set the log aside (renamed, never deleted)
  *
  * Each takes SQLite's exclusive lock on FILE and the log's exclusive lock
  * first, so it never runs under a program that has the database open,
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alex.h"
@@ -23,7 +26,7 @@
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: alex checkpoint|stat|verify FILE\n"
+	fprintf(f, "usage: alex checkpoint|stat|verify|recover FILE\n"
 		   "       alex --help | --version\n");
 	return f == stdout ? 0 : 2;
 }
@@ -62,6 +65,63 @@ static void report(const char *path, const struct alex_stats *s)
 		printf("a damaged header slot was rewritten from the log\n");
 }
 
+/*
+ * recover: everything valid before the damage goes into the database (the
+ * checkpoint), then the log is renamed FILE-alex.recovered-TIME so that its
+ * bytes stay for inspection and the next open starts a clean log.  A log
+ * whose header cannot be used at all is set aside first, and the database
+ * is then opened with a fresh log only to take ALEX's mark off it: it holds
+ * what its last checkpoint wrote.
+ */
+static int recover(const char *path, struct alex_config *cfg)
+{
+	char log[4200], aside[4300], stamp[32];
+	struct alex_stats st;
+	alex_db *db;
+	time_t now = time(NULL);
+	int rc;
+
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+	snprintf(log, sizeof log, "%s-alex", path);
+	snprintf(aside, sizeof aside, "%s.recovered-%s", log, stamp);
+	if (access(log, F_OK) != 0) {
+		printf("%s: no log, nothing to recover\n", path);
+		return 0;
+	}
+	rc = alex_open(path, cfg, NULL, &db);
+	if (rc == 0) {
+		alex_stats(db, &st);
+		report(path, &st);
+		if ((rc = alex_checkpoint(db))) {
+			fprintf(stderr, "alex: %s: recovery failed: cannot write the database: %s "
+					"(the log is unchanged)\n", path, alex_strerror(rc));
+			alex_close(db);
+			return 1;
+		}
+		alex_close(db);
+		if (rename(log, aside) != 0) {
+			fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
+			return 1;
+		}
+		printf("%s: %llu commits salvaged into the database; log set aside as %s\n", path,
+		       (unsigned long long)st.recovered_commits, aside);
+		return 0;
+	}
+	fprintf(stderr, "alex: %s: %s: nothing in it can be used\n", log, alex_strerror(rc));
+	if (rename(log, aside) != 0) {
+		fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
+		return 1;
+	}
+	if ((rc = alex_open(path, cfg, NULL, &db)) || (rc = alex_checkpoint(db))) {
+		fprintf(stderr, "alex: %s: cannot clear ALEX's mark: %s\n", path, alex_strerror(rc));
+		return 1;
+	}
+	alex_close(db);
+	unlink(log); /* the fresh, empty log just made: nothing of the old one */
+	printf("%s: log set aside as %s; the database holds its last checkpoint\n", path, aside);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct alex_config cfg;
@@ -79,7 +139,7 @@ int main(int argc, char **argv)
 		return usage(stderr);
 	const char *cmd = argv[1], *path = argv[2];
 	int ckpt = strcmp(cmd, "checkpoint") == 0;
-	if (!ckpt && strcmp(cmd, "stat") && strcmp(cmd, "verify"))
+	if (!ckpt && strcmp(cmd, "stat") && strcmp(cmd, "verify") && strcmp(cmd, "recover"))
 		return usage(stderr);
 	if (access(path, F_OK) != 0) {
 		fprintf(stderr, "alex: %s: %s\n", path, strerror(errno));
@@ -90,12 +150,20 @@ int main(int argc, char **argv)
 	alex_config_default(&cfg);
 	cfg.checkpoint_on_close = 0;
 	cfg.exclusive = 1; /* no engine in any process may have it open */
+	cfg.db_only = 1;   /* libalex.so logs only the database: -journal and
+			      -wal are SQLite's (a hot journal must survive) */
+	if (strcmp(cmd, "recover") == 0) {
+		rc = recover(path, &cfg);
+		close(lockfd);
+		return rc;
+	}
 	if ((rc = alex_open(path, &cfg, NULL, &db))) {
 		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
 		return 1;
 	}
 	alex_stats(db, &st);
-	int damaged = st.stop_reason > ALEX_STOP_STALE;
+	/* zeros followed by this epoch's records are lost commits too */
+	int damaged = st.stop_reason > ALEX_STOP_STALE || st.lost_offset;
 	if (!ckpt)
 		report(path, &st);
 	if (ckpt && (rc = alex_checkpoint(db))) {
@@ -111,8 +179,14 @@ int main(int argc, char **argv)
 	alex_close(db);
 	close(lockfd);
 	if (strcmp(cmd, "verify") == 0 && damaged) {
-		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s\n", path,
-			(unsigned long long)st.stop_offset, alex_stop_name(st.stop_reason));
+		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s", path,
+			(unsigned long long)st.stop_offset,
+			st.stop_reason == ALEX_STOP_END ? "zeros where a record should be"
+							: alex_stop_name(st.stop_reason));
+		if (st.lost_offset)
+			fprintf(stderr, "; committed records after it (from byte %llu) cannot be used",
+				(unsigned long long)st.lost_offset);
+		fprintf(stderr, "\n");
 		return 1;
 	}
 	return 0;

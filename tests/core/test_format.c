@@ -11,16 +11,20 @@
 Test(format, header_round_trip)
 {
 	struct alex_loghdr h = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
-				 7, 1234, 0xdeadbeef, 0 },
+				 7, 1234, 0xdeadbeef, 0, { 0 } },
 			   g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
+	memcpy(h.base, "SQLite format 3", 16); /* the base copy is checked too */
+	h.base[99] = 7;
 	alex_loghdr_encode(buf, &h);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_arr_eq(g.uuid, h.uuid, 16);
 	cr_expect_eq(g.epoch, 7);
 	cr_expect_eq(g.start_lsn, 1234);
 	cr_expect_eq(g.salt, 0xdeadbeefu);
+	cr_expect(g.flags & ALEX_HDR_BASE);
+	cr_expect_arr_eq(g.base, h.base, ALEX_BASE_HDR);
 	for (size_t i = 0; i < sizeof buf; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			buf[i] ^= (uint8_t)(1 << bit);
@@ -31,7 +35,7 @@ Test(format, header_round_trip)
 
 Test(format, header_other_version_is_named)
 {
-	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0 }, g;
+	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 } }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);
@@ -155,4 +159,19 @@ ParameterizedTest(struct bad_len *c, format, impossible_lengths)
 	cr_expect_eq(alex_rec_decode(rec, 1ull << 40, 3, 17, 0x1234, &d), ALEX_STOP_BAD_HEADER,
 		     "field at %u = %u", c->off, c->value);
 	(void)len;
+}
+
+/* Logs from before the base copy: flags 0, bytes 56..63 and the rest zero
+ * but the crc; they decode, with no base to check against. */
+Test(format, header_without_base_copy_decodes)
+{
+	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 } }, g;
+	uint8_t buf[ALEX_HDR_SLOT_USED];
+
+	alex_loghdr_encode(buf, &h);
+	memset(buf + 52, 0, ALEX_HDR_SLOT_USED - 52);
+	alex_put32(buf + 60, alex_crc32c(0, buf, 60));
+	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
+	cr_expect_eq(g.flags & ALEX_HDR_BASE, 0u);
+	cr_expect_eq(g.epoch, 3);
 }

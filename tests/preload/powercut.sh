@@ -10,9 +10,10 @@
 # (+250 ms of scheduling slack) missing; and in both the contents equal the
 # state plain SQLite reaches after that transaction.
 #
-# A count of 0 means every K of a counted run, each with all three crash
-# variants (lose, tear, keep); otherwise that many K spread over the run,
-# the variant rotating.  Prints "powercut: N cuts, M failed".
+# A count of "every" means every K of a counted run, the crash variant
+# (lose, tear, keep) rotating; "every3" every K with all three variants;
+# a number, that many K spread over the run, the variant rotating.
+# Prints "powercut: N cuts, M failed".
 set -u
 B=$(cd "${1:?usage: powercut.sh BUILD FULL_CUTS NORMAL_CUTS}" && pwd)
 full_cuts=${2:-150} normal_cuts=${3:-60}
@@ -64,10 +65,12 @@ campaign() {
 	total=$(count_ops "$mode" "$pace") || { echo "FAIL $mode: uncut run failed"; fail=$((fail + 1)); return; }
 	[ -n "$total" ] && [ "$total" -gt 0 ] || { echo "FAIL $mode: no I/O counted"; fail=$((fail + 1)); return; }
 	echo "powercut: $mode: an uncut run makes $total mutating calls"
-	if [ "$want" -eq 0 ]; then
+	if [ "$want" = every3 ]; then
 		for k in $(seq 1 "$total"); do
 			for how in lose tear keep; do one "$mode" "$pace" "$k" $how; done
 		done
+	elif [ "$want" = every ]; then
+		for k in $(seq 1 "$total"); do one "$mode" "$pace" "$k" "${hows[$((k % 3))]}"; done
 	else
 		for i in $(seq 0 $((want - 1))); do
 			k=$((1 + i * total / want))

@@ -111,5 +111,31 @@ r, w = os.pipe()
 os.write(w, b"hello")
 print(os.read(r, 5).decode())'
 
+# six processes create one new database at the same moment: the log was
+# made under one fixed temporary name and renamed over, so a loser failed
+# its open or kept writing to a log already replaced (3 committed, 1 seen)
+scenario new-database-race "6 6" '
+import os, sqlite3, sys, time
+d = sys.argv[1]
+kids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        while not os.path.exists(d + "/go"): time.sleep(0.001)
+        try:
+            c = sqlite3.connect(d + "/x.db", isolation_level=None, timeout=10)
+            c.execute("create table if not exists t(i)")
+            c.execute("insert into t values(?)", (i,))
+            time.sleep(0.2)
+            c.close()
+            os._exit(0)
+        except sqlite3.Error:
+            os._exit(1)
+    kids.append(pid)
+time.sleep(0.2)
+open(d + "/go", "w").close()
+ok = sum(os.waitpid(k, 0)[1] == 0 for k in kids)
+print(ok, sqlite3.connect(d + "/x.db").execute("select count(*) from t").fetchone()[0])'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
