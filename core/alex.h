@@ -80,7 +80,7 @@ struct alex_config {
 					     database; default 0) */
 };
 
-/* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 8 MiB, 64 MiB, 100 ms,
+/* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,
  * 1 MiB, checkpoint on close, protect the base file. */
 void alex_config_default(struct alex_config *cfg);
 

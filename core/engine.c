@@ -30,7 +30,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->compress = ALEX_COMPRESS_AUTO;
 	cfg->compress_min_saving_pct = 10;
 	cfg->memory_bytes = 16u << 20;
-	cfg->prealloc_bytes = 8u << 20;
+	cfg->prealloc_bytes = 1u << 20; /* the longest a commit waits for zeros */
 	cfg->checkpoint_bytes = 64u << 20;
 	cfg->sync_ms = 100;
 	cfg->extent_bytes = 1u << 20;
