@@ -9,7 +9,7 @@
 set -u
 B=$(cd "${1:?usage: diff.sh BUILD}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-lib=$B/libalex.so
+lib=${ALEX_PRELOAD:-$B/libalex.so} # ALEX_PRELOAD: e.g. libasan.so before it
 tmp=$(mktemp -d /tmp/alex-diff.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
