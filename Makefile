@@ -146,7 +146,8 @@ FUZZ_SECONDS ?= 60
 check: deps
 	$(MAKE) all $(B)/test-core $(PRELOAD_TESTS)
 	@if command -v clang >/dev/null 2>&1; then \
-		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS); \
+		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS) && \
+		tests/fuzz/run $(B)/fuzz-decode 20 && tests/fuzz/run $(B)/fuzz-config 20; \
 	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
 	$(MAKE) check-preload
 	$(MAKE) check-bench
@@ -175,11 +176,27 @@ check-asan-preload:
 
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-std=gnu11 -D_GNU_SOURCE -Icore $(WARN)
-fuzz: $(B)/fuzz-recover $(B)/fuzz-mkseed
+FUZZERS = $(B)/fuzz-recover $(B)/fuzz-decode $(B)/fuzz-config
+fuzz: $(FUZZERS) $(B)/fuzz-mkseed
 $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_recover.c $(CORE_SRC) -o $@ $(LZ4)
+$(B)/fuzz-decode: tests/fuzz/fuzz_decode.c $(CORE_SRC) core/*.h | $(B)/tests
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_decode.c $(CORE_SRC) -o $@ $(LZ4)
+$(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h $(CORE_SRC) \
+		core/*.h | $(B)/tests
+	clang $(FUZZ_CFLAGS) -Ipreload tests/fuzz/fuzz_config.c preload/config.c $(CORE_SRC) \
+		-o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+
+# Every target for FUZZ_LONG_SECONDS, one after the other: each fuzzer uses
+# one core, and side by side they would only slow each other down.  All of
+# them run even when one finds something; the exit status says if any did.
+FUZZ_LONG_SECONDS ?= 600
+.PHONY: fuzz-long
+fuzz-long: fuzz
+	@st=0; for f in $(FUZZERS); do \
+		tests/fuzz/run $$f $(FUZZ_LONG_SECONDS) || st=1; done; exit $$st
 
 demo: deps
 	$(MAKE) all

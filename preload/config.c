@@ -70,7 +70,8 @@ static int number(const char *var, unsigned long long lo, unsigned long long hi,
 	snprintf(accepted, sizeof accepted, "a whole number from %llu to %llu", lo, hi);
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, 10);
-	if (!*v || *v == '-' || *v == '+' || *end || errno || x < lo || x > hi)
+	/* strtoull would skip blanks and then take a sign: " -1" is 2^64-1 */
+	if (*v < '0' || *v > '9' || *end || errno || x < lo || x > hi)
 		return bad(var, v, accepted);
 	*out = x;
 	return 0;
@@ -118,6 +119,8 @@ static void test_settings(void)
 	alex_cfg.test = 0;
 	if ((v = getenv("ALEX_TEST_POWERCUT"))) {
 		char *how, *seed;
+		/* cut short, a long value would read as another one */
+		int ok = strlen(v) < sizeof buf;
 		snprintf(buf, sizeof buf, "%s", v);
 		how = strchr(buf, ':');
 		if (how)
@@ -127,7 +130,7 @@ static void test_settings(void)
 			*seed++ = 0;
 		errno = 0;
 		t->cut_at = strtoull(buf, &end, 10);
-		int ok = *buf >= '0' && *buf <= '9' && !*end && !errno;
+		ok = ok && *buf >= '0' && *buf <= '9' && !*end && !errno;
 		t->how = ALEX_CRASH_LOSE;
 		if (ok && how) {
 			ok = 0;
@@ -138,8 +141,9 @@ static void test_settings(void)
 				}
 		}
 		if (ok && seed) {
+			errno = 0;
 			t->seed = strtoull(seed, &end, 10);
-			ok = *seed >= '0' && *seed <= '9' && !*end;
+			ok = *seed >= '0' && *seed <= '9' && !*end && !errno;
 		}
 		if (!ok)
 			bad("ALEX_TEST_POWERCUT", v, "K[:lose|tear|keep[:SEED]], K a whole number");
@@ -147,6 +151,7 @@ static void test_settings(void)
 	}
 	if ((v = getenv("ALEX_TEST_FAULT"))) {
 		char *n, *e;
+		int fits = strlen(v) < sizeof buf;
 		snprintf(buf, sizeof buf, "%s", v);
 		n = strchr(buf, ':');
 		if (n)
@@ -157,7 +162,8 @@ static void test_settings(void)
 		t->fault_err = !e || strcmp(e, "eio") == 0 ? EIO : strcmp(e, "enospc") == 0 ? ENOSPC : 0;
 		errno = 0;
 		t->fault_at = n ? strtoull(n, &end, 10) : 0;
-		if (!n || alex_test_class_parse(buf, &t->fault_class) || !(*n >= '1' && *n <= '9') ||
+		if (!fits || !n || alex_test_class_parse(buf, &t->fault_class) ||
+		    !(*n >= '1' && *n <= '9') ||
 		    *end || errno || !t->fault_err)
 			bad("ALEX_TEST_FAULT", v, "CLASS:N[:eio|enospc], CLASS one of logwrite, grow, "
 						  "logsync, ckptwrite, ckptsync, N from 1");

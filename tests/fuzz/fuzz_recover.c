@@ -65,7 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t ctl = data[0];
 	size_t len = ALEX_LOG_DATA + (size - 1);
 	uint8_t *log = calloc(1, len);
-	struct alex_loghdr h = { { 1, 2, 3 }, 1, 1, 0x5eed, 0 };
+	struct alex_loghdr h = { .uuid = { 1, 2, 3 }, .epoch = 1, .start_lsn = 1,
+				 .salt = 0x5eed };
 
 	if (!log)
 		return 0;

@@ -1,0 +1,229 @@
+/*
+ * fuzz_decode - libFuzzer target for the pure record decoder (record.c) and
+ * the per-block LZ4 codec (codec.c), without an engine around them.
+ *
+ * Input: one control byte, then
+ *   bits 7 and 3 clear: the bytes of one record.  They are put in a buffer of
+ *     exactly `room` bytes (rounded up to a block unless bit 2 is set), so
+ *     ASan sees any read past what the log would hold.  Bit 0 repairs the
+ *     crcs, lengths and chain fields first (as fuzz_recover does): without it
+ *     mutations hardly ever get past hdr_crc.  Bit 1 expects a fixed
+ *     epoch/lsn/prev_crc instead of the record's own, for the STALE path.
+ *   bit 3 set (7 clear): the used bytes of a header slot (bit 0: make its
+ *     crc hold); a slot that decodes must encode back to the same fields.
+ *   bit 7 set: one pct byte, one compress-mode byte, a block of data:
+ *     alex_codec_pack must round-trip through alex_codec_unpack, and
+ *     unpacking the raw input bytes must fail cleanly.
+ * Beyond "no crash", it checks what format.h promises of a record declared
+ * valid: every documented bound holds, the encoders reproduce its bytes,
+ * and each block's stored bytes decode (raw ones always).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "crc32c.h"
+#include "format.h"
+#include "internal.h"
+
+#define EPOCH 1u
+#define LSN 1u
+#define SALT 0x5eedu
+
+#define check(c) do { if (!(c)) abort(); } while (0)
+
+/* Makes the header, table and block crcs and the chain fields hold. */
+static void repair(uint8_t *r, size_t len)
+{
+	if (len < ALEX_BLOCK || alex_get32(r) != ALEX_REC_MAGIC)
+		return;
+	uint32_t n = alex_get32(r + 12) % 64; /* the table stays in the first block */
+	uint32_t hdr_len = ALEX_REC_FIXED + ALEX_REC_ENTRY * n;
+	uint32_t rec_len = alex_get32(r + 8);
+	uint64_t pos = hdr_len;
+
+	alex_put32(r + 4, hdr_len);
+	alex_put32(r + 12, n);
+	alex_put64(r + 16, EPOCH);
+	alex_put64(r + 24, LSN);
+	alex_put32(r + 48, SALT);
+	alex_put32(r + 104, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *e = r + ALEX_REC_FIXED + i * ALEX_REC_ENTRY;
+		uint32_t sl = alex_get32(e + 12);
+		if (sl == 0 || sl > ALEX_BLOCK || pos + sl > len || pos + sl > rec_len)
+			break;
+		alex_put32(e + 16, alex_crc32c(0, r + pos, sl));
+		pos += sl;
+	}
+	alex_put32(r + 52, alex_crc32c(0, r + ALEX_REC_FIXED, (size_t)n * ALEX_REC_ENTRY));
+	alex_put32(r + 108, alex_crc32c(0, r, 108));
+}
+
+/* The body of a record alex_rec_check_body accepted, entry by entry. */
+static void check_blocks(const uint8_t *rec, const struct alex_rec *r)
+{
+	uint8_t blk[ALEX_BLOCK], enc[ALEX_REC_ENTRY];
+	uint64_t pos = r->hdr_len;
+
+	for (uint32_t i = 0; i < r->nblocks; i++) {
+		const uint8_t *raw = rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY;
+		struct alex_entry e;
+		alex_entry_decode(raw, &e);
+		alex_entry_encode(enc, &e);
+		check(memcmp(enc, raw, sizeof enc) == 0);
+		check(e.file < ALEX_NFILES && e.block < (ALEX_MAX_FILE >> ALEX_BLOCK_SHIFT));
+		check(e.stored_len >= 1 && e.stored_len <= ALEX_BLOCK);
+		check(pos + e.stored_len <= r->rec_len);
+		check(alex_crc32c(0, rec + pos, e.stored_len) == e.crc);
+		/* a crc-valid LZ4 block may still be garbage: that is a read
+		 * error (EBADBLOCK), never anything worse */
+		uint8_t *in = malloc(e.stored_len); /* exact: catches over-reads */
+		check(in);
+		memcpy(in, rec + pos, e.stored_len);
+		int rc = alex_codec_unpack(in, e.stored_len, e.flags, blk);
+		check(rc == 0 || ((e.flags & ALEX_BLK_LZ4) && rc == ALEX_EBADBLOCK));
+		if (!(e.flags & ALEX_BLK_LZ4))
+			check(memcmp(blk, in, ALEX_BLOCK) == 0);
+		free(in);
+		pos += e.stored_len;
+	}
+	for (; pos < r->rec_len; pos++)
+		check(rec[pos] == 0);
+}
+
+static void fuzz_record(uint8_t ctl, const uint8_t *data, size_t size)
+{
+	uint64_t room = ctl & 4 ? size : alex_roundup_block(size);
+	uint8_t *buf = calloc(1, room ? room : 1);
+	struct alex_rec r;
+	uint8_t enc[ALEX_REC_FIXED];
+
+	check(buf);
+	memcpy(buf, data, size);
+	if (ctl & 1)
+		repair(buf, room);
+	uint64_t epoch = EPOCH, lsn = LSN;
+	uint32_t prev = SALT;
+	if (!(ctl & 2) && room >= ALEX_REC_FIXED) {
+		epoch = alex_get64(buf + 16);
+		lsn = alex_get64(buf + 24);
+		prev = alex_get32(buf + 48);
+	}
+	int v = alex_rec_decode(buf, room, epoch, lsn, prev, &r);
+	check(v == ALEX_REC_VALID || (v >= ALEX_STOP_END && v <= ALEX_STOP_TRUNCATED));
+	if (v != ALEX_REC_VALID)
+		goto out;
+	check(r.epoch == epoch && r.lsn == lsn && r.prev_crc == prev);
+	check(r.nblocks <= ALEX_REC_MAX_BLOCKS);
+	check(r.hdr_len == ALEX_REC_FIXED + ALEX_REC_ENTRY * r.nblocks);
+	check(r.rec_len % ALEX_BLOCK == 0 && r.rec_len >= r.hdr_len);
+	check(r.rec_len <= ALEX_REC_MAX && r.rec_len <= room);
+	check((r.flags & ~ALEX_REC_COMMIT) == 0);
+	for (int f = 0; f < ALEX_NFILES; f++)
+		check(r.size[f] <= ALEX_MAX_FILE &&
+		      (r.trunc[f] == ALEX_NO_TRUNC || r.trunc[f] <= ALEX_MAX_FILE));
+	uint32_t crc = r.hdr_crc;
+	alex_rec_encode(enc, &r);
+	check(r.hdr_crc == crc && memcmp(enc, buf, sizeof enc) == 0);
+
+	/* recovery hands check_body a buffer of at least rec_len bytes; give
+	 * it exactly that, so nothing past the record can be read or matter */
+	uint8_t *rec = malloc(r.rec_len);
+	check(rec);
+	memcpy(rec, buf, r.rec_len);
+	check(alex_rec_decode(rec, r.rec_len, epoch, lsn, prev, &r) == ALEX_REC_VALID);
+	v = alex_rec_check_body(rec, &r);
+	check(v == ALEX_REC_VALID || (v >= ALEX_STOP_BAD_TABLE && v <= ALEX_STOP_BAD_PADDING));
+	if (v == ALEX_REC_VALID)
+		check_blocks(rec, &r);
+	free(rec);
+out:
+	free(buf);
+}
+
+static void fuzz_slot(uint8_t ctl, const uint8_t *data, size_t size)
+{
+	uint8_t in[ALEX_HDR_SLOT_USED] = { 0 }, out[ALEX_HDR_SLOT_USED];
+	struct alex_loghdr h;
+
+	memcpy(in, data, size < sizeof in ? size : sizeof in);
+	if (ctl & 1)
+		alex_put32(in + 60, alex_crc32c(0, in, 60));
+	int rc = alex_loghdr_decode(in, &h);
+	check(rc == 0 || rc == ALEX_ECORRUPT || rc == ALEX_EVERSION);
+	if (rc)
+		return;
+	check(h.epoch != 0 && h.flags == alex_get32(in + 52));
+	alex_loghdr_encode(out, &h);
+	/* the fields before the flags come back as they were; the encoder may
+	 * add flag bits (the base copy), and when all of them were set already
+	 * the whole slot must come back */
+	check(memcmp(out, in, 52) == 0);
+	uint32_t fin = alex_get32(in + 52), fout = alex_get32(out + 52);
+	check((fout & fin) == fin);
+#ifdef ALEX_HDR_BASE /* before it, bytes 56..59 were an unchecked reserved word */
+	if (fout == fin)
+		check(memcmp(out, in, sizeof in) == 0);
+#endif
+}
+
+static void fuzz_codec(const uint8_t *data, size_t size)
+{
+	if (size < 2)
+		return;
+	struct alex_db *db = calloc(1, sizeof *db);
+	uint8_t blk[ALEX_BLOCK] = { 0 }, back[ALEX_BLOCK];
+	uint8_t *out = malloc(ALEX_BLOCK);
+	size_t n = size - 2 < ALEX_BLOCK ? size - 2 : ALEX_BLOCK;
+
+	check(db && out);
+	alex_config_default(&db->cfg);
+	db->cfg.compress_min_saving_pct = data[0] % 91; /* what alex_open accepts */
+	db->cfg.compress = (enum alex_compress)(data[1] % 3);
+	int room = (int)(ALEX_BLOCK - ALEX_BLOCK * db->cfg.compress_min_saving_pct / 100);
+	memcpy(blk, data + 2, n);
+	/* several packs, so AUTO's miss counting and skipping run too */
+	for (int k = 0; k < 12; k++) {
+		int lz4;
+		if (k)
+			blk[(k * 997) % ALEX_BLOCK] ^= (uint8_t)k;
+		uint32_t len = alex_codec_pack(db, blk, out, &lz4);
+		check(len >= 1 && len <= ALEX_BLOCK);
+		if (lz4)
+			check(db->cfg.compress != ALEX_COMPRESS_OFF && (int)len <= room);
+		else
+			check(len == ALEX_BLOCK && memcmp(out, blk, ALEX_BLOCK) == 0);
+		check(alex_codec_unpack(out, len, lz4 ? ALEX_BLK_LZ4 : 0, back) == 0);
+		check(memcmp(back, blk, ALEX_BLOCK) == 0);
+	}
+	/* arbitrary stored bytes, as a block entry could name them (1..4096,
+	 * copied to an exact buffer so an over-read shows) */
+	uint8_t *in = malloc(n ? n : 1);
+	check(in);
+	memcpy(in, data + 2, n);
+	for (uint32_t flags = 0; n && flags <= ALEX_BLK_LZ4; flags++) {
+		int rc = alex_codec_unpack(in, (uint32_t)n, flags, back);
+		check(rc == 0 || rc == ALEX_EBADBLOCK);
+		if (!flags)
+			check(rc == (n == ALEX_BLOCK ? 0 : ALEX_EBADBLOCK));
+	}
+	free(in);
+	alex_codec_free(db);
+	free(out);
+	free(db);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size > (8u << 20))
+		return 0;
+	if (data[0] & 0x80)
+		fuzz_codec(data + 1, size - 1);
+	else if (data[0] & 8)
+		fuzz_slot(data[0], data + 1, size - 1);
+	else
+		fuzz_record(data[0], data + 1, size - 1);
+	return 0;
+}
