@@ -108,6 +108,23 @@ static int patterns(void)
  * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc] fails
  * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event.
  */
+/* Copies v into buf and splits it at its first two ':' into *second and
+ * *third (NULL when absent).  0 if v does not fit: cut short, a long value
+ * would read as another one. */
+static int fields(const char *v, char *buf, size_t cap, char **second, char **third)
+{
+	int fits = strlen(v) < cap;
+
+	snprintf(buf, cap, "%s", v);
+	*second = strchr(buf, ':');
+	if (*second)
+		*(*second)++ = 0;
+	*third = *second ? strchr(*second, ':') : NULL;
+	if (*third)
+		*(*third)++ = 0;
+	return fits;
+}
+
 static void test_settings(void)
 {
 	static const char *const hows[] = { "lose", "tear", "keep" };
@@ -119,15 +136,7 @@ static void test_settings(void)
 	alex_cfg.test = 0;
 	if ((v = getenv("ALEX_TEST_POWERCUT"))) {
 		char *how, *seed;
-		/* cut short, a long value would read as another one */
-		int ok = strlen(v) < sizeof buf;
-		snprintf(buf, sizeof buf, "%s", v);
-		how = strchr(buf, ':');
-		if (how)
-			*how++ = 0;
-		seed = how ? strchr(how, ':') : NULL;
-		if (seed)
-			*seed++ = 0;
+		int ok = fields(v, buf, sizeof buf, &how, &seed);
 		errno = 0;
 		t->cut_at = strtoull(buf, &end, 10);
 		ok = ok && *buf >= '0' && *buf <= '9' && !*end && !errno;
@@ -151,14 +160,7 @@ static void test_settings(void)
 	}
 	if ((v = getenv("ALEX_TEST_FAULT"))) {
 		char *n, *e;
-		int fits = strlen(v) < sizeof buf;
-		snprintf(buf, sizeof buf, "%s", v);
-		n = strchr(buf, ':');
-		if (n)
-			*n++ = 0;
-		e = n ? strchr(n, ':') : NULL;
-		if (e)
-			*e++ = 0;
+		int fits = fields(v, buf, sizeof buf, &n, &e);
 		t->fault_err = !e || strcmp(e, "eio") == 0 ? EIO : strcmp(e, "enospc") == 0 ? ENOSPC : 0;
 		errno = 0;
 		t->fault_at = n ? strtoull(n, &end, 10) : 0;

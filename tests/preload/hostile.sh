@@ -94,6 +94,26 @@ for k in 0 30 $((${#recs[@]} - 1)); do
 	[ "$k" -lt $((${#recs[@]} - 1)) ] && check_case "zeros over record $k" "$off" zero "$off" 4096
 done
 
+# refused NAME DIR PATTERN: under ALEX the open fails (no crash, no hang)
+# with a line matching PATTERN, the log is left as it was, and alex verify
+# exits 1 with the same explanation
+refused() {
+	local sum out st
+	sum=$(md5sum <"$2/db.db-alex")
+	out=$(alexsql "$2/db.db" "select count(*) from t" 2>&1)
+	st=$?
+	if [ $st -eq 0 ] || [ $st -ge 124 ] || ! echo "$out" | grep -q "$3" ||
+		[ "$(md5sum <"$2/db.db-alex")" != "$sum" ]; then
+		bad "$1: status $st: $out"
+	elif "$B/alex" verify "$2/db.db" >"$2/verify" 2>&1 ||
+		! grep -q "${3#*\*}" "$2/verify"; then
+		bad "$1: alex verify: $(cat "$2/verify")"
+	else
+		return 0
+	fi
+	return 1
+}
+
 # a log from another database: refused, log untouched, verify explains;
 # recover sets it aside and the file holds its own last checkpoint (20 rows)
 other=$tmp/other
@@ -103,36 +123,20 @@ mkdir -p "$other"
 # statements share -- see docs/RELIABILITY.md)
 build "$other" 5000 "create table u(x);" || { echo "hostile: cannot build the second database"; exit 1; }
 d=$tmp/foreign && rm -rf "$d" && cp -r "$orig" "$d" && cp "$other/db.db-alex" "$d/db.db-alex"
-sum=$(md5sum <"$d/db.db-alex")
-out=$(alexsql "$d/db.db" "select count(*) from t" 2>&1)
-st=$?
-if [ $st -eq 0 ] || [ $st -ge 124 ] || ! echo "$out" | grep -q "db.db-alex.*another database" ||
-	[ "$(md5sum <"$d/db.db-alex")" != "$sum" ]; then
-	bad "log of another database: status $st: $out"
-elif "$B/alex" verify "$d/db.db" >"$d/verify" 2>&1 || ! grep -q "another database" "$d/verify"; then
-	bad "log of another database: alex verify: $(cat "$d/verify")"
-elif ! "$B/alex" recover "$d/db.db" >"$d/recover" 2>&1 || [ -e "$d/db.db-alex" ] ||
-	[ "$(sqlite3 "$d/db.db" "pragma integrity_check; select count(*) from t" | tr '\n' ' ')" != "ok 20 " ]; then
-	bad "log of another database: alex recover: $(cat "$d/recover")"
-else
-	pass=$((pass + 1))
+if refused "log of another database" "$d" "db.db-alex.*another database"; then
+	if ! "$B/alex" recover "$d/db.db" >"$d/recover" 2>&1 || [ -e "$d/db.db-alex" ] ||
+		[ "$(sqlite3 "$d/db.db" "pragma integrity_check; select count(*) from t" | tr '\n' ' ')" != "ok 20 " ]; then
+		bad "log of another database: alex recover: $(cat "$d/recover")"
+	else
+		pass=$((pass + 1))
+	fi
 fi
 
 # an older (or newer) format: refused, log untouched, verify explains
 for v in 0 2; do
 	d=$tmp/ver && rm -rf "$d" && cp -r "$orig" "$d"
 	$H version "$d/db.db-alex" $v
-	sum=$(md5sum <"$d/db.db-alex")
-	out=$(alexsql "$d/db.db" "select count(*) from t" 2>&1)
-	st=$?
-	if [ $st -eq 0 ] || [ $st -ge 124 ] || ! echo "$out" | grep -q "version" ||
-		[ "$(md5sum <"$d/db.db-alex")" != "$sum" ]; then
-		bad "format version $v: status $st: $out"
-	elif "$B/alex" verify "$d/db.db" >/dev/null 2>&1; then
-		bad "format version $v: alex verify exits 0"
-	else
-		pass=$((pass + 1))
-	fi
+	refused "format version $v" "$d" "db.db-alex.*version" && pass=$((pass + 1))
 done
 echo "hostile: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
