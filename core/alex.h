@@ -217,6 +217,10 @@ struct alex_stats {
 
 void alex_stats(const alex_db *db, struct alex_stats *st);
 const char *alex_stop_name(enum alex_stop reason);
+/* What stopped the scan, said as damage: as alex_stop_name, but the end
+ * of the log (zeros) is "zeros where a record should be" -- it is damage
+ * when lost_offset says this epoch's records follow. */
+const char *alex_damage_name(enum alex_stop reason);
 
 /* A static string for an engine code or a positive errno. */
 const char *alex_strerror(int code);

@@ -36,3 +36,8 @@ const char *alex_stop_name(enum alex_stop reason)
 	}
 	return "unknown";
 }
+
+const char *alex_damage_name(enum alex_stop reason)
+{
+	return reason == ALEX_STOP_END ? "zeros where a record should be" : alex_stop_name(reason);
+}

@@ -291,27 +291,30 @@ static int t_exists(void *ctx, const char *path, int *yes)
 	return P()->exists(ctx, path, yes);
 }
 
-static int t_rename(void *ctx, const char *from, const char *to, int noreplace)
+/* A directory operation: numbered (and perhaps cut at), nothing to undo. */
+static int counted(const char *what)
 {
 	pthread_mutex_lock(&T.mu);
-	int err = before("rename", ALEX_TEST_NCLASS);
+	int err = before(what, ALEX_TEST_NCLASS);
 	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
+static int t_rename(void *ctx, const char *from, const char *to, int noreplace)
+{
+	int err = counted("rename");
 	return err ? err : P()->rename(ctx, from, to, noreplace);
 }
 
 static int t_unlink(void *ctx, const char *path)
 {
-	pthread_mutex_lock(&T.mu);
-	int err = before("unlink", ALEX_TEST_NCLASS);
-	pthread_mutex_unlock(&T.mu);
+	int err = counted("unlink");
 	return err ? err : P()->unlink(ctx, path);
 }
 
 static int t_sync_dir(void *ctx, const char *path)
 {
-	pthread_mutex_lock(&T.mu);
-	int err = before("sync_dir", ALEX_TEST_NCLASS);
-	pthread_mutex_unlock(&T.mu);
+	int err = counted("sync_dir");
 	return err ? err : P()->sync_dir(ctx, path);
 }
 

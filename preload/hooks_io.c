@@ -108,25 +108,25 @@ static ssize_t journal_done(struct ofd *o, ssize_t r)
 	return r;
 }
 
-ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+/* pwrite and pwrite64 (one 64-bit off_t on the platforms we build for) */
+static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
+			 ssize_t (*real)(int, const void *, size_t, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
 	if (o && o->role == ROLE_DB)
 		return db_pwrite(o, buf, n, off);
-	ssize_t r = REAL(pwrite)(fd, buf, n, off);
+	ssize_t r = real(fd, buf, n, off);
 	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
 		return journal_done(o, r);
 	return r;
 }
+ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return do_pwrite(fd, buf, n, off, REAL(pwrite));
+}
 ALEX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 {
-	struct ofd *o = alex_fd_get(fd);
-	if (o && o->role == ROLE_DB)
-		return db_pwrite(o, buf, n, off);
-	ssize_t r = REAL(pwrite64)(fd, buf, n, off);
-	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
-		return journal_done(o, r);
-	return r;
+	return do_pwrite(fd, buf, n, off, REAL(pwrite64));
 }
 
 /* read/write at the description's offset */
@@ -352,25 +352,23 @@ int alex_truncate_db(struct pdb *db, int64_t size)
 	return db_truncate(&o, size);
 }
 
-ALEX_EXPORT int ftruncate(int fd, off_t size)
+static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
 	if (o && o->role == ROLE_DB)
 		return db_truncate(o, size);
-	int r = REAL(ftruncate)(fd, size);
+	int r = real(fd, size);
 	if (o && o->role == ROLE_JOURNAL && size == 0)
 		return (int)journal_done(o, r);
 	return r;
 }
+ALEX_EXPORT int ftruncate(int fd, off_t size)
+{
+	return do_ftruncate(fd, size, REAL(ftruncate));
+}
 ALEX_EXPORT int ftruncate64(int fd, off64_t size)
 {
-	struct ofd *o = alex_fd_get(fd);
-	if (o && o->role == ROLE_DB)
-		return db_truncate(o, size);
-	int r = REAL(ftruncate64)(fd, size);
-	if (o && o->role == ROLE_JOURNAL && size == 0)
-		return (int)journal_done(o, r);
-	return r;
+	return do_ftruncate(fd, size, REAL(ftruncate64));
 }
 
 /* Returns 0 or an errno (posix_fallocate's convention). */

@@ -173,8 +173,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 		alex_log(ALEX_LOG_ERROR, "%s-alex: damaged record at byte %llu (%s); committed "
 			 "records after it (from byte %llu) cannot be used; %llu commits kept",
 			 canon, (unsigned long long)s.stop_offset,
-			 s.stop_reason == ALEX_STOP_END ? "zeros where a record should be"
-							: alex_stop_name(s.stop_reason),
+			 alex_damage_name(s.stop_reason),
 			 (unsigned long long)s.lost_offset, (unsigned long long)s.recovered_commits);
 	else if (s.stop_reason > ALEX_STOP_STALE)
 		/* a torn last write after a crash looks the same: not an error */

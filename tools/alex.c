@@ -175,14 +175,13 @@ int main(int argc, char **argv)
 	if (ckpt && damaged)
 		fprintf(stderr, "alex: %s-alex: log damaged at byte %llu (%s); the commits before "
 				"it were checkpointed\n", path, (unsigned long long)st.stop_offset,
-			alex_stop_name(st.stop_reason));
+			alex_damage_name(st.stop_reason));
 	alex_close(db);
 	close(lockfd);
 	if (strcmp(cmd, "verify") == 0 && damaged) {
 		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s", path,
 			(unsigned long long)st.stop_offset,
-			st.stop_reason == ALEX_STOP_END ? "zeros where a record should be"
-							: alex_stop_name(st.stop_reason));
+			alex_damage_name(st.stop_reason));
 		if (st.lost_offset)
 			fprintf(stderr, "; committed records after it (from byte %llu) cannot be used",
 				(unsigned long long)st.lost_offset);
