@@ -10,16 +10,19 @@ DESTDIR ?=
 B       ?= build
 LZ4     ?= -llz4
 
-CORE_SRC = $(wildcard core/*.c)
+# io_test.c (power cuts and faults over the real files) goes only into the
+# test build of the interposer, libalex-test.so
+CORE_SRC = $(filter-out core/io_test.c,$(wildcard core/*.c))
 CORE_OBJ = $(CORE_SRC:core/%.c=$(B)/core/%.o)
 TEST_SRC = $(wildcard tests/core/*.c)
 PRE_SRC  = $(wildcard preload/*.c)
 PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
+PRE_TOBJ = $(PRE_SRC:preload/%.c=$(B)/preload-test/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-preload check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
+.PHONY: all check check-shipped check-preload check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
 
-all: $(B)/libalex_core.a $(B)/libalex.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
+all: $(B)/libalex_core.a $(B)/libalex.so $(B)/libalex-test.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
 
 BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c tools/bench/worker.c tools/bench/probe.c \
@@ -39,16 +42,35 @@ $(B)/alex-run: tools/alex-run | $(B)/core
 $(B)/core/%.o: core/%.c core/*.h | $(B)/core
 	$(CC) $(ALEX_CFLAGS) -c $< -o $@
 
-$(B)/preload/%.o: preload/%.c preload/*.h core/alex.h | $(B)/preload
+$(B)/preload/%.o: preload/%.c preload/*.h core/*.h | $(B)/preload
 	$(CC) $(ALEX_CFLAGS) -Ipreload -c $< -o $@
 
-$(B)/core $(B)/tests $(B)/preload:
+$(B)/preload-test/%.o: preload/%.c preload/*.h core/*.h | $(B)/preload-test
+	$(CC) $(ALEX_CFLAGS) -DALEX_TESTING -Ipreload -c $< -o $@
+
+$(B)/core $(B)/tests $(B)/preload $(B)/preload-test:
 	mkdir -p $@
 
 # the interposer: core linked in, only the hooked libc names exported
 $(B)/libalex.so: $(PRE_OBJ) $(B)/libalex_core.a preload/libalex.map
 	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
 		$(PRE_OBJ) $(B)/libalex_core.a $(LZ4) -ldl -lpthread
+
+# the same with the test switches (ALEX_TEST_*): only the reliability
+# campaigns load it; it is never installed
+$(B)/libalex-test.so: $(PRE_TOBJ) $(B)/core/io_test.o $(B)/libalex_core.a preload/libalex.map
+	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
+		$(PRE_TOBJ) $(B)/core/io_test.o $(B)/libalex_core.a $(LZ4) -ldl -lpthread
+
+# the shipped library holds no test switch: no power cut, no fault injector
+check-shipped: $(B)/libalex.so $(B)/libalex-test.so
+	@strings $(B)/libalex-test.so | grep -q ALEX_TEST_POWERCUT || \
+		{ echo "check-shipped: the test build lacks its switches (the check is blind)"; exit 1; }
+	@if strings $(B)/libalex.so | grep -q 'ALEX_TEST_\|alex_test_'; then \
+		echo "check-shipped: libalex.so contains test code"; exit 1; fi
+	@if nm $(B)/libalex.so | grep -qi 'alex_test\|io_test'; then \
+		echo "check-shipped: libalex.so links io_test"; exit 1; fi
+	@echo "check-shipped: libalex.so has no test switches"
 
 $(B)/libalex_core.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -110,7 +132,7 @@ FAULTS_SAMPLE ?= 12
 # power cuts in check: K spread over a FULL and a NORMAL run (210 cuts)
 POWERCUT_FULL ?= 150
 POWERCUT_NORMAL ?= 60
-check-preload: all $(PRELOAD_TESTS)
+check-preload: all $(PRELOAD_TESTS) check-shipped
 	tests/preload/diff.sh $(B)
 	tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	tests/preload/strace.sh $(B)
@@ -183,9 +205,9 @@ $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 $(B)/fuzz-decode: tests/fuzz/fuzz_decode.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_decode.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h $(CORE_SRC) \
-		core/*.h | $(B)/tests
-	clang $(FUZZ_CFLAGS) -Ipreload tests/fuzz/fuzz_config.c preload/config.c $(CORE_SRC) \
-		-o $@ $(LZ4)
+		core/io_test.c core/*.h | $(B)/tests
+	clang $(FUZZ_CFLAGS) -DALEX_TESTING -Ipreload tests/fuzz/fuzz_config.c preload/config.c \
+		$(CORE_SRC) core/io_test.c -o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
 

@@ -102,8 +102,11 @@ static int patterns(void)
 	return 0;
 }
 
+#ifdef ALEX_TESTING
 /*
- * The test switches (io_test.c), documented as such in libalex.7:
+ * The test switches (io_test.c), documented as such in libalex.7.  They
+ * exist only in libalex-test.so: the shipped library has no code that
+ * could roll files back or exit the program, whatever the environment says.
  * ALEX_TEST_POWERCUT=K[:lose|tear|keep[:SEED]] cuts the power at the Kth
  * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc] fails
  * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event.
@@ -178,6 +181,7 @@ static void test_settings(void)
 			strcpy(t->report, v);
 	}
 }
+#endif
 
 int alex_config_load(void)
 {
@@ -232,7 +236,9 @@ int alex_config_load(void)
 		else
 			strcpy(alex_cfg.stats_path, s);
 	}
+#ifdef ALEX_TESTING
 	test_settings();
+#endif
 	/* Settings of features this build does not have: refusing is the only
 	 * honest answer (an ignored key file would mean unencrypted data). */
 	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT", "ALEX_TRACE" };

@@ -8,7 +8,9 @@
 #define ALEX_PRELOAD_CONFIG_H
 
 #include "alex.h"
+#ifdef ALEX_TESTING
 #include "io_test.h"
+#endif
 
 enum alex_mode { ALEX_MODE_ON = 0, ALEX_MODE_OFF = 1 };
 enum alex_loglevel { ALEX_LOG_ERROR = 0, ALEX_LOG_WARN, ALEX_LOG_INFO, ALEX_LOG_DEBUG };
@@ -23,8 +25,12 @@ struct alex_pconfig {
 	char stats_path[4096];
 	enum alex_loglevel loglevel;
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
-	int test; /* ALEX_TEST_*: the engine's I/O goes through io_test.c */
+#ifdef ALEX_TESTING
+	/* the test build only (libalex-test.so): ALEX_TEST_* puts the
+	 * engine's I/O under io_test.c */
+	int test;
 	struct alex_test_cfg test_cfg;
+#endif
 };
 
 extern struct alex_pconfig alex_cfg;

@@ -153,8 +153,12 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	p->shm_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
-	int rc = alex_open(canon, &alex_cfg.engine,
-			   alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL, &p->eng);
+#ifdef ALEX_TESTING
+	const struct alex_io *io = alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL;
+#else
+	const struct alex_io *io = NULL;
+#endif
+	int rc = alex_open(canon, &alex_cfg.engine, io, &p->eng);
 	if (rc) {
 		/* a problem of the log names the log, with what to do about it */
 		int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;

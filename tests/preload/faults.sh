@@ -2,7 +2,7 @@
 # faults.sh BUILD [every|SAMPLE] - EIO and ENOSPC under real SQLite.
 #
 # powercut.c's workload (160 transactions, blobs, a schema change, 1 MiB
-# checkpoints) runs under libalex.so with ALEX_TEST_FAULT=CLASS:N:ERR: the
+# checkpoints) runs under libalex-test.so (the test build) with ALEX_TEST_FAULT=CLASS:N:ERR: the
 # Nth log write, preallocation write ("grow", ALEX's fallocate), log
 # fdatasync, checkpoint write or checkpoint sync fails once.  The program
 # must see the error as SQLITE_IOERR or SQLITE_FULL (never a crash), roll
@@ -24,7 +24,7 @@ injected=0 fail=0 missed=0 reported=0
 
 d=$tmp/count
 mkdir -p "$d"
-LD_PRELOAD=$B/libalex.so ALEX_TEST_POWERCUT=0 ALEX_STATS=$d/stats.json \
+LD_PRELOAD=$B/libalex-test.so ALEX_TEST_POWERCUT=0 ALEX_STATS=$d/stats.json \
 	"$B/tests/powercut" faultrun "$d/db.db" "$d/acks" $NTXN || { echo "FAIL: uncut run"; exit 1; }
 counts=$(sed -n 's/.*"test_io": {\(.*\)}.*/\1/p' "$d/stats.json")
 echo "faults: calls in a clean run: $counts"
@@ -32,7 +32,7 @@ echo "faults: calls in a clean run: $counts"
 one() { # class n errno
 	local d=$tmp/f
 	rm -rf "$d" && mkdir -p "$d"
-	LD_PRELOAD=$B/libalex.so ALEX_TEST_FAULT=$1:$2:$3 ALEX_TEST_REPORT=$d/report \
+	LD_PRELOAD=$B/libalex-test.so ALEX_TEST_FAULT=$1:$2:$3 ALEX_TEST_REPORT=$d/report \
 		"$B/tests/powercut" faultrun "$d/db.db" "$d/acks" $NTXN 2>"$d/err"
 	local st=$?
 	if [ ! -s "$d/report" ]; then

@@ -1,7 +1,7 @@
 #!/bin/bash
 # powercut.sh BUILD FULL_CUTS NORMAL_CUTS - power cuts under real SQLite.
 #
-# powercut.c runs 320 transactions under libalex.so with ALEX_TEST_POWERCUT
+# powercut.c runs 320 transactions under libalex-test.so (the test build) with ALEX_TEST_POWERCUT
 # set (core/io_test.c): at the engine's Kth mutating I/O call the process
 # puts back what the disk would hold after a power failure and dies.  Then
 # the database is reopened under ALEX and judged: integrity_check ok; with
@@ -20,7 +20,7 @@ full_cuts=${2:-150} normal_cuts=${3:-60}
 NTXN=320
 tmp=$(mktemp -d /tmp/alex-powercut.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-export LD_PRELOAD=$B/libalex.so ALEX_CHECKPOINT_MB=1 ALEX_SYNC_MS=50
+export LD_PRELOAD=$B/libalex-test.so ALEX_CHECKPOINT_MB=1 ALEX_SYNC_MS=50
 cuts=0 fail=0 nocut=0
 
 # mode -> the number of mutating calls of an uncut run
