@@ -20,13 +20,13 @@ PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 PRE_TOBJ = $(PRE_SRC:preload/%.c=$(B)/preload-test/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-shipped check-preload check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
+.PHONY: all check check-shipped check-preload crashtest-long check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/libalex-test.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
 
 BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c tools/bench/worker.c tools/bench/probe.c \
-	tools/bench/plot.c
+	tools/bench/plot.c tools/bench/short.c
 $(B)/alex-bench: tools/alex-bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/core
 	$(CC) $(ALEX_CFLAGS) -Itools $< $(BENCH_SRC) -o $@ -lsqlite3 -lm
 
@@ -89,11 +89,14 @@ $(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
 $(B)/tests/notes: examples/notes.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
 
-$(B)/tests/powercut: tests/preload/powercut.c | $(B)/tests
+$(B)/tests/powercut: tests/preload/powercut.c core/io_test.h | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
 
+$(B)/tests/cutfs: tests/preload/cutfs.c core/io_test.h | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@
+
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
-	$(B)/tests/powercut
+	$(B)/tests/powercut $(B)/tests/cutfs
 # memcheck over the differential tests: every SQL script through the sqlite3
 # shell and the C client under libalex.so, the dump through the log and
 # `alex checkpoint` under valgrind too (about 2 minutes on 2 idle CPUs;
@@ -114,6 +117,18 @@ check-bench: all $(B)/test-bench
 	grep -q '^| 4 KiB pwrite+fdatasync, written file | [0-9]* ops/s' $(B)/bench-check/summary.md
 	for f in insert-cdf mixed-optype-p99 leviora-percentiles large-waf large-syncs; do \
 		test -s $(B)/bench-check/out/$$f.png || { echo "no $$f.png"; exit 1; }; done
+	# short: 5 sqlite3 processes per mode; ALEX's log gone after the last
+	# close, kept (the one file left) with alex-keep
+	rm -rf $(B)/bench-check/short
+	$(B)/alex-bench --workload short --procs 5 --runs 1 --strace --no-probe \
+		--mode naive,alex,alex-keep --dir $(B)/bench-check/short \
+		--out $(B)/bench-check/short/out >$(B)/bench-check/short-summary.md
+	grep -q '^| naive | 5 | [0-9]* |.* | [0-9][0-9.]* | [0-9][0-9]* | [0-9][0-9]* | 0 |$$' $(B)/bench-check/short-summary.md
+	grep -q '^| alex | 5 | [0-9]* |.* | [0-9][0-9.]* | [0-9][0-9]* | [0-9][0-9]* | 0 |$$' $(B)/bench-check/short-summary.md
+	grep -q '^| alex-keep | 5 | [0-9]* |.* | [0-9][0-9.]* | [0-9][0-9]* | [0-9][0-9]* | 1 |$$' \
+		$(B)/bench-check/short-summary.md
+	test "$$(grep -c '^short,.*,ok,' $(B)/bench-check/short/out/runs.csv)" = 3
+	test -s $(B)/bench-check/short/out/short-percentiles.png
 
 # the quick version of the paper's evaluation: every mode, insert and mixed
 bench: all
@@ -139,9 +154,13 @@ check-preload: all $(PRELOAD_TESTS) check-shipped
 	tests/preload/concurrency.sh $(B)
 	tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
 	tests/preload/cli.sh $(B)
-	tests/preload/full.sh $(B)
+	tests/preload/space.sh $(B)
+	tests/preload/perms.sh $(B)
+	tests/preload/rest.sh $(B)
+	tests/preload/wal_openers.sh $(B)
 	tests/preload/regress.sh $(B)
 	tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
+	tests/preload/crashtest.sh $(B) quick
 	tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)
 	tests/preload/hostile.sh $(B)
 	examples/run.sh $(B)
@@ -155,6 +174,13 @@ torture: all
 CRASHTEST_FULL ?= every
 crashtest: all $(B)/tests/powercut
 	tests/preload/powercut.sh $(B) $(CRASHTEST_FULL) 1000
+
+# power cuts with a disk that reorders: every cut of every phase (fresh
+# database and its first checkpoint, FULL, NORMAL, WAL mode, two processes)
+# in several models, any subset of the unsynced writes kept (see
+# tests/preload/crashtest.sh and docs/RELIABILITY.md)
+crashtest-long: all $(B)/tests/powercut $(B)/tests/cutfs
+	tests/preload/crashtest.sh $(B) long
 
 # EIO and ENOSPC at every N of every class (about 8 minutes)
 faulttest: all $(B)/tests/powercut

@@ -38,8 +38,10 @@ enum {
 	ALEX_ENOMEM = -1006,   /* the memory budget or the allocator ran out */
 	ALEX_EBADBLOCK = -1007, /* a block read from the log failed its checksum */
 	ALEX_EINUSE = -1008,   /* another engine holds the log (exclusive open) */
-	ALEX_EFOREIGN = -1009  /* the log is for another database (or the database
+	ALEX_EFOREIGN = -1009, /* the log is for another database (or the database
 				  file was replaced while its log held pages) */
+	ALEX_EPERMS = -1010    /* the log grants access the database does not,
+				  and its mode cannot be narrowed */
 };
 
 /* The logical files of one database. */
@@ -78,10 +80,13 @@ struct alex_config {
 					     sized or truncated (libalex.so and the
 					     alex tool, whose logs hold only the
 					     database; default 0) */
+	int remove_log;                   /* alex_close removes the log when it
+					     holds nothing and no other engine has
+					     it open (libalex.so; default 0) */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,
- * 1 MiB, checkpoint on close, protect the base file. */
+ * 1 MiB, checkpoint on close, protect the base file, keep the log file. */
 void alex_config_default(struct alex_config *cfg);
 
 struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */
@@ -130,11 +135,16 @@ int alex_commit(alex_db *db);
 
 /*
  * Catches up with transactions other engines (other processes) committed to
- * the same log since this one last looked, including a checkpoint they made.
- * Call it with no transaction open, when SQLite takes its SHARED lock; with a
+ * the same log since this one last looked, including a checkpoint they made
+ * and a log they made or removed; with nothing in the log, with the sizes of
+ * the database file as programs without ALEX may have left it.  Call it with
+ * no transaction open, when SQLite takes its SHARED lock; with a
  * transaction open it does nothing (that lock excludes other writers).
  */
 int alex_refresh(alex_db *db);
+
+/* 1 while the log holds committed pages the database file does not. */
+int alex_holds_pages(const alex_db *db);
 
 /*
  * Drops the open transaction -- collected pages, spills, truncations -- and
@@ -150,20 +160,21 @@ int alex_discard(alex_db *db);
  */
 int alex_sync_if_due(alex_db *db);
 
-/*
- * Commits the open transaction without syncing it, whatever cfg.sync says:
- * it is visible to other engines at once and durable at the next sync
- * (alex_sync, a FULL commit, a checkpoint, close).  For writes whose
- * durability their writer provides otherwise: SQLite's WAL checkpoint,
- * whose frames stay in the WAL until the database is synced.
- */
-int alex_publish(alex_db *db);
-
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);
 
-/* Copies committed blocks into the base files and restarts the log. */
+/*
+ * Catches up (alex_refresh), copies committed blocks into the base files and
+ * begins a new epoch; the base is a plain SQLite file after it.  Takes the
+ * log's checkpoint lock, so that engines holding only SQLite's SHARED lock
+ * may call it side by side.  The caller keeps other writers out (SQLite's
+ * locks).
+ */
 int alex_checkpoint(alex_db *db);
+
+/* Removes the log if it holds nothing and no other engine has it open
+ * (ALEX_EBUSY, ALEX_EINUSE otherwise); a later record makes a new one. */
+int alex_remove_log(alex_db *db);
 
 /* Overrides cfg.checkpoint_on_close for this engine (the caller may know
  * that other processes still use the database). */
@@ -213,6 +224,14 @@ struct alex_stats {
 	uint64_t lost_offset;      /* nonzero: a valid record of this epoch lies
 				      past a damaged one, at this offset -- the
 				      damage is not a torn tail, commits were lost */
+	int epoch_applied;         /* the log's epoch was fenced and the database
+				      no longer carries its fence: a checkpoint
+				      finished before a crash, nothing to replay */
+	int log_present;           /* there is a log file (it may hold nothing) */
+	uint64_t space_checkpoints; /* checkpoints to make room on a full disk */
+	uint64_t log_trims;        /* preallocated log space given back */
+	uint64_t fenced_epochs;    /* epochs whose first commit fenced the base */
+	uint64_t unmark_failures;  /* checkpoints whose fence could not come off */
 };
 
 void alex_stats(const alex_db *db, struct alex_stats *st);

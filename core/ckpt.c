@@ -1,10 +1,23 @@
 /*
  * ckpt.c - checkpoint: copy every committed block from the log into its
- * base file in offset order, set the base file's size, fdatasync it, and only
- * then start a new log epoch.  A crash before the epoch's header is synced
- * recovers the old epoch and the next checkpoint writes the same bytes again
- * (idempotent); after it, the base files already hold everything.
+ * base file in offset order, give the file its logical size, fdatasync it,
+ * and only then begin the next epoch and take the fence off.
+ *
+ * One fdatasync per base file is the whole cost.  Until the fence comes off
+ * the base is refused by SQLite without ALEX and recovery reads the log, so
+ * any subset of the copy's unsynced writes reaching the disk is repaired by
+ * copying the same bytes again (idempotent).  Block 0 goes down marked.  The
+ * next epoch's header and the unmark need no sync of their own: a base
+ * without this epoch's fence holds everything the epoch committed, because
+ * the unmark is written only after the sync returned (protect.c).  An epoch
+ * that is not fenced (format 1, or a base that is not an SQLite database)
+ * syncs the next epoch's header instead.
+ *
+ * A marked file is never cut below its first block before the copy is
+ * durable (its mark would go with it): bytes a truncation removed there are
+ * written as zeros, and the size is set at the end.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +45,36 @@ static int base_file(alex_db *db, unsigned f, uint64_t *phys)
 	return o->size(db->io.ctx, db->base_fd[f], phys);
 }
 
-/* Writes file f's committed blocks (keys[0..n), sorted) into its base. */
-static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf)
+/* Zeros over [from, to) of file f, except blocks the log holds (written
+ * after): what a truncation removed must not come back from the base. */
+static int zero_gap(alex_db *db, unsigned f, uint64_t from, uint64_t to, uint8_t *buf)
+{
+	memset(buf, 0, ALEX_BLOCK);
+	for (uint64_t pos = from; pos < to;) {
+		uint64_t blk = pos >> ALEX_BLOCK_SHIFT, end = (blk + 1) << ALEX_BLOCK_SHIFT;
+		if (end > to)
+			end = to;
+		if (!alex_map_get(&db->map, alex_key(f, blk))) {
+			int err = db->io.ops->pwrite(db->io.ctx, db->base_fd[f], buf, end - pos, pos);
+			if (err)
+				return err;
+		}
+		pos = end;
+	}
+	return 0;
+}
+
+/*
+ * Writes file f's committed blocks (keys[0..n), sorted) into its base,
+ * sets its size and syncs it.  Block 0 of the database goes down with the
+ * current mark on it; one that cannot carry a mark goes down with the
+ * mark's bytes as they are on disk over its first 100 (slow: the unmark
+ * then writes the true ones, and is synced), or -- an epoch that is not
+ * fenced, whose header decides -- as it is.  min_size: no shorter than
+ * this yet (the slow unmark needs the mark's bytes to stay).
+ */
+static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
+		     int slow, uint64_t min_size)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	uint64_t phys = 0;
@@ -43,24 +84,30 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 		return 0; /* SQLite's journal and WAL: never ours to size */
 	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
-	int marked = f == ALEX_FILE_DB && db->base_marked, remark = 0;
+	int marked = f == ALEX_FILE_DB && db->mark.kind != ALEX_MARK_NONE;
 	if (!n && db->csize[f] == phys && db->climit[f] >= phys && !marked)
 		return 0; /* untouched since the last checkpoint */
 	if ((err = base_file(db, f, &phys)))
 		return err;
-	if (f == ALEX_FILE_DB && !db->base_dir_synced) {
-		/* after this checkpoint the base file alone holds the data: its
-		 * name must be durable (SQLite does not sync it at creation) */
-		if ((err = o->sync_dir(db->io.ctx, db->path[f])))
+	/* Bytes past the limit were truncated away.  Cut them, but never
+	 * block 0 of a marked file: it carries the mark, and a file cut to
+	 * nothing would read as an empty database to SQLite without ALEX.
+	 * What is kept of it past the limit is zeroed instead. */
+	uint64_t keep = db->climit[f];
+	if (marked && keep < ALEX_BLOCK)
+		keep = phys < ALEX_BLOCK ? phys : ALEX_BLOCK;
+	if (phys > keep) {
+		if ((err = o->ftruncate(db->io.ctx, db->base_fd[f], keep)))
 			return err;
-		db->base_dir_synced = 1;
+		phys = keep;
 	}
-	if (db->climit[f] < phys) {
-		/* bytes past the limit were truncated away: make them zeros */
-		if ((err = o->ftruncate(db->io.ctx, db->base_fd[f], db->climit[f])))
-			return err;
-		phys = db->climit[f];
-	}
+	if (db->climit[f] < keep && (err = zero_gap(db, f, db->climit[f], keep, buf)))
+		return err;
+	uint8_t raw[ALEX_BASE_HDR];
+	size_t got = 0;
+	memset(raw, 0, sizeof raw);
+	if (slow && (err = o->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
+		return err;
 	for (size_t i = 0; i < n;) {
 		uint64_t first = alex_key_block(keys[i]);
 		size_t run = 0;
@@ -70,39 +117,80 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 				return err;
 			run++;
 		}
-		/* Block 0 goes down still marked; the mark comes off only after
-		 * every block is synced, so that a crash in between never shows
-		 * SQLite without ALEX a half-copied database. */
-		if (f == ALEX_FILE_DB && first == 0 && db->cfg.protect_base &&
-		    alex_protect_apply(buf, ALEX_BLOCK))
-			remark = 1;
+		if (f == ALEX_FILE_DB && first == 0 && marked) {
+			/* never the true page 1 before the rest is durable */
+			if (slow)
+				memcpy(buf, raw, ALEX_BASE_HDR);
+			else
+				alex_protect_apply(db, buf, ALEX_BLOCK);
+		}
 		if ((err = o->pwrite(db->io.ctx, db->base_fd[f], buf, run * ALEX_BLOCK,
 				     first << ALEX_BLOCK_SHIFT)))
 			return err;
 		db->st.checkpoint_blocks += run;
 		i += run;
 	}
-	if ((marked && db->base_marked == 1 && (!n || alex_key_block(keys[0]) != 0)) || remark) {
-		/* take the mark off byte 19, after the rest is durable */
-		if (remark && (err = o->fdatasync(db->io.ctx, db->base_fd[f])))
-			return err;
-		uint8_t h[20];
-		size_t got;
-		if ((err = o->pread(db->io.ctx, db->base_fd[f], h, sizeof h, 0, &got)))
-			return err;
-		alex_protect_unmask(h, got);
-		if (got == sizeof h && (err = o->pwrite(db->io.ctx, db->base_fd[f], h + 19, 1, 19)))
-			return err;
-	}
+	uint64_t size = db->csize[f] > min_size ? db->csize[f] : min_size;
 	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
-	if (phys != db->csize[f] && (err = o->ftruncate(db->io.ctx, db->base_fd[f], db->csize[f])))
+	if (phys != size && (err = o->ftruncate(db->io.ctx, db->base_fd[f], size)))
 		return err;
 	return o->fdatasync(db->io.ctx, db->base_fd[f]);
 }
 
-int alex_ckpt_run(alex_db *db)
+/* The true first bytes of the database's block 0 as committed. */
+static int true_block0(alex_db *db, uint8_t *out, uint8_t *buf)
 {
+	const struct alex_loc *l = alex_map_get(&db->map, alex_key(ALEX_FILE_DB, 0));
+	int err;
+
+	if (!l)
+		return alex_protect_base_header(db, out);
+	if ((err = alex_log_read_block(db, l, buf)))
+		return err;
+	memcpy(out, buf, ALEX_BASE_HDR);
+	return 0;
+}
+
+/* The slow unmark: the true bytes, the logical size, and a sync, before
+ * the next epoch may begin. */
+static int unmark_synced(alex_db *db, const uint8_t *true_hdr)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int fd = db->base_fd[ALEX_FILE_DB], err;
+	uint64_t phys, size = db->csize[ALEX_FILE_DB];
+
+	if ((err = alex_protect_clear(db, true_hdr, size)) || (err = o->size(db->io.ctx, fd, &phys)))
+		return err;
+	if (phys != size && (err = o->ftruncate(db->io.ctx, fd, size)))
+		return err;
+	return o->fdatasync(db->io.ctx, fd);
+}
+
+/* The log holds nothing of this epoch, but the base carries a mark a crash
+ * left (the fence of an epoch that is over): take it off. */
+static int clear_stale_mark(alex_db *db)
+{
+	uint8_t h[ALEX_BASE_HDR];
+	int err;
+
+	if (db->mark.kind == ALEX_MARK_NONE || db->base_fd[ALEX_FILE_DB] < 0)
+		return 0;
+	if (db->climit[ALEX_FILE_DB] == 0) {
+		/* a placeholder (or torn bytes of one) over an empty database */
+		if ((err = db->io.ops->ftruncate(db->io.ctx, db->base_fd[ALEX_FILE_DB], 0)))
+			return err;
+		memset(&db->mark, 0, sizeof db->mark);
+		return 0;
+	}
+	if ((err = alex_protect_base_header(db, h)))
+		return err;
+	return alex_protect_clear(db, h, db->csize[ALEX_FILE_DB]);
+}
+
+static int run_once(alex_db *db)
+{
+	uint8_t true_hdr[ALEX_BASE_HDR];
 	uint64_t *keys = NULL;
 	uint8_t *buf = NULL;
 	size_t n = 0;
@@ -110,12 +198,13 @@ int alex_ckpt_run(alex_db *db)
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (db->pending.n)
+	if (db->pending.n || db->txn_truncated)
 		return ALEX_EBUSY;
-	if (db->txn_truncated)
-		return ALEX_EBUSY;
-	if (db->append_off == ALEX_LOG_DATA && !db->base_marked)
-		return 0; /* nothing logged in this epoch, nothing to unmark */
+	if (!db->epoch_commits) {
+		/* the epoch's next record must put its fence back first */
+		db->epoch_started = 0;
+		return clear_stale_mark(db);
+	}
 	/* NORMAL mode: the log's tail may not be durable yet.  Its blocks
 	 * must not reach the base first -- a crash would recover the older
 	 * log over a base already holding newer pages, a mix of two states
@@ -134,23 +223,32 @@ int alex_ckpt_run(alex_db *db)
 		if (db->map.keys[i])
 			keys[n++] = db->map.keys[i];
 	qsort(keys, n, sizeof *keys, key_cmp);
+	if ((err = true_block0(db, true_hdr, buf)))
+		goto out;
+	/* A fenced epoch whose page 1 can no longer carry the mark (bytes that
+	 * are not SQLite's, or a file cut below 100 bytes) takes the slow way:
+	 * the mark's own bytes over block 0, and a synced unmark. */
+	int fenced = (db->hdr.flags & ALEX_HDR_FENCED) != 0;
+	uint64_t csize0 = db->csize[ALEX_FILE_DB];
+	int slow = fenced && db->mark.kind != ALEX_MARK_NONE &&
+		   (csize0 < ALEX_BASE_HDR || !alex_protect_markable(true_hdr, ALEX_BASE_HDR));
 	for (unsigned f = 0, i = 0; f < ALEX_NFILES; f++) {
 		size_t start = i;
 		while (i < n && alex_key_file(keys[i]) == f)
 			i++;
-		if ((err = copy_file(db, f, keys + start, i - start, buf)))
+		if ((err = copy_file(db, f, keys + start, i - start, buf, slow && f == ALEX_FILE_DB,
+				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0)))
 			goto out;
 	}
-	/* Every committed block is now durable in its base file.  The new
-	 * epoch's header makes the old records stale; if writing it fails we
-	 * cannot tell which header the disk holds, so stop here. */
-	if ((err = alex_log_new_epoch(db))) {
-		db->failed = 1;
+	if (slow && (err = unmark_synced(db, true_hdr)))
 		goto out;
-	}
+	/* Every committed block is now durable in its base file.  The next
+	 * epoch's header tells other engines (if writing it fails we cannot
+	 * tell which header the disk holds: the engine stops).  Only then the
+	 * fence comes off. */
 	alex_map_clear(&db->map);
-	db->epoch_commits = 0;
-	db->base_marked = 0;
+	if ((err = alex_log_begin_epoch(db, !fenced)))
+		goto out;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->limit[f] = db->climit[f] = db->csize[f] < db->size[f] ? db->csize[f] : db->size[f];
 	db->unsynced_commit = db->unsynced_spill = 0;
@@ -158,8 +256,28 @@ int alex_ckpt_run(alex_db *db)
 	db->unsynced_since_ns = 0;
 	db->st.checkpoints++;
 	db->st.log_used = 0;
+	/* a file system running full gets the log's zeros back: the base may
+	 * need them next */
+	if (ALEX_SPACE_LOW(db) && alex_log_trim(db) == 0)
+		db->st.log_trims++;
+	/* A failed unmark leaves a stale fence: refused without ALEX, healed
+	 * by the next checkpoint.  The data is all in the base, the new epoch
+	 * has begun; the caller hears of it all the same. */
+	if ((err = alex_protect_clear(db, true_hdr, db->csize[ALEX_FILE_DB])))
+		db->st.unmark_failures++;
 out:
 	free(keys);
 	free(buf);
+	return err;
+}
+
+/* On a full disk the log's preallocated tail may be what the base needs to
+ * grow into: give it back and try once more. */
+int alex_ckpt_run(alex_db *db)
+{
+	int err = run_once(db);
+
+	if ((err == ENOSPC || err == EDQUOT) && !db->failed && alex_log_trim(db) == 0)
+		err = run_once(db);
 	return err;
 }

@@ -36,6 +36,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->extent_bytes = 1u << 20;
 	cfg->checkpoint_on_close = 1;
 	cfg->protect_base = 1;
+	cfg->remove_log = 0;
 }
 
 static int config_ok(const struct alex_config *c)
@@ -160,9 +161,10 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->size[f] = db->csize[f];
 		db->limit[f] = db->climit[f];
 	}
-	/* a crash inside a checkpoint can leave the base unmarked while the
-	 * log still holds newer pages */
-	if (db->epoch_commits && (err = alex_protect_mark(db)))
+	/* A format-1 epoch is not fenced: a crash inside its checkpoint could
+	 * leave the base unmarked while the log still holds newer pages. */
+	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) &&
+	    db->mark.kind == ALEX_MARK_NONE && (err = alex_protect_mark(db)))
 		goto fail;
 	*out = db;
 	return 0;
@@ -388,24 +390,80 @@ static int publish(alex_db *db, struct alex_map *target, uint64_t rec_off, uint3
 
 static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **out);
 
+static int full(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
 /*
- * Before the first commit record of an epoch: it must carry block 0 (the
- * true page 1) and the base file must be marked, durably, before the log
- * holds any committed page the base does not (protect.c).  Spill records
- * before it are invisible until it is written.
+ * The disk is full: copy what the log holds into the database file, so
+ * that the log's space can be written again, before SQLite is told.  Not
+ * while a spilled or truncating transaction is open (a checkpoint cannot
+ * run then).  The caller holds SQLite's write lock, as for any write.
+ */
+static int make_room(alex_db *db)
+{
+	if (!db->epoch_commits || db->pending.n || db->txn_truncated || db->failed)
+		return ALEX_EBUSY;
+	db->st.space_checkpoints++;
+	int err = alex_ckpt_run(db);
+	if (!err)
+		db->space_avail = 0; /* look again before the next growth */
+	return err;
+}
+
+/* Before any record: the log exists and its epoch takes records. */
+/*
+ * Before the first record of an epoch, a spill or a commit: the log exists,
+ * its epoch takes records, and the base file carries the epoch's fence,
+ * durably (protect.c).  The fence is what says, after a crash, that the
+ * epoch before was applied -- so its records may now be overwritten -- and
+ * it keeps SQLite without ALEX out while the log holds committed pages the
+ * base does not.  The header then says whether the epoch is fenced and
+ * records the base as it is now; alex_log_append writes it with the record,
+ * under the record's sync.
+ */
+static int ensure_epoch(alex_db *db)
+{
+	int err;
+
+	if (!db->epoch_live && (err = alex_log_begin_epoch(db, 0)))
+		return err;
+	if (db->epoch_started)
+		return 0;
+	if (db->cfg.protect_base) {
+		if ((err = alex_protect_mark(db)))
+			return err;
+		/* fenced only if page 1 can carry the mark at the checkpoint:
+		 * an SQLite database, not other bytes over a placeholder */
+		int64_t s0 = alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0));
+		if (db->mark.kind == ALEX_MARK_SQLITE ||
+		    (db->mark.kind == ALEX_MARK_PLACEHOLDER &&
+		     (!db->size[ALEX_FILE_DB] ||
+		      (s0 >= 0 && alex_protect_markable(alex_col_slot(&db->col, (uint32_t)s0),
+							ALEX_BLOCK))))) {
+			db->hdr.flags |= ALEX_HDR_FENCED;
+			db->st.fenced_epochs++;
+		}
+	}
+	if ((err = alex_protect_base_header(db, db->hdr.base)))
+		return err;
+	db->epoch_started = 1;
+	return 0;
+}
+
+/*
+ * Before the first commit record of an epoch: it carries block 0, so that
+ * while the base is marked the true page 1 comes from the log.
  */
 static int first_commit(alex_db *db)
 {
 	uint8_t *slot;
-	int err;
 
-	if (db->epoch_commits || !db->cfg.protect_base)
+	if (db->epoch_commits || !db->cfg.protect_base || !db->size[ALEX_FILE_DB] ||
+	    alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0)) >= 0)
 		return 0;
-	if (db->size[ALEX_FILE_DB] &&
-	    alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0)) < 0 &&
-	    (err = slot_for(db, ALEX_FILE_DB, 0, 0, &slot)))
-		return err;
-	return alex_protect_mark(db);
+	return slot_for(db, ALEX_FILE_DB, 0, 0, &slot);
 }
 
 /* Writes the open transaction's collected blocks as a spill record. */
@@ -415,7 +473,7 @@ static int spill(alex_db *db)
 	uint64_t off;
 	int err;
 
-	if ((err = alex_log_base_fresh(db)) || (err = stage(db, 0, &len, &n)) ||
+	if ((err = ensure_epoch(db)) || (err = stage(db, 0, &len, &n)) ||
 	    (err = alex_log_append(db, len, &off)))
 		return err;
 	db->unsynced_spill = 1;
@@ -448,8 +506,11 @@ static int slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **
 		else if ((err = spill(db)))
 			return err;
 	}
-	/* room in the log for the record this block will be part of */
-	if ((err = alex_log_reserve(db, db->col.used + 1)))
+	/* room in the log for the record this block will be part of; on a full
+	 * disk, a checkpoint may give the log's space back first */
+	if ((err = alex_log_reserve(db, db->col.used + 1)) && full(err) && make_room(db) == 0)
+		err = alex_log_reserve(db, db->col.used + 1);
+	if (err)
 		return err;
 	if ((slot = alex_col_add(&db->col, key)) < 0)
 		return ALEX_ENOMEM;
@@ -559,6 +620,91 @@ static int sync_log(alex_db *db)
 	return 0;
 }
 
+/*
+ * A full disk, and no checkpoint could make room: SQLite's answer to
+ * SQLITE_FULL is to roll back, writing the pages it changed back as they
+ * were -- a transaction that changes nothing, which needs no room.  Drop
+ * every collected block that equals its committed content; 1 if nothing of
+ * the transaction is left, which then commits as a no-op.
+ */
+static int drop_unchanged(alex_db *db)
+{
+	struct alex_collect *c = &db->col;
+	uint8_t *cur = db->scratch + ALEX_BLOCK;
+
+	if (db->pending.n)
+		return 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		if (db->size[f] != db->csize[f] ||
+		    (db->trunc[f] != ALEX_NO_TRUNC && db->trunc[f] < db->csize[f]))
+			return 0; /* a size change is a change */
+	for (uint32_t i = 0; i < c->used; i++) {
+		uint64_t k = c->slot_key[i];
+		if (!k)
+			continue;
+		if (load_block(db, alex_key_file(k), alex_key_block(k), cur) ||
+		    memcmp(cur, alex_col_slot(c, i), ALEX_BLOCK) != 0)
+			return 0;
+		alex_map_del(&c->index, k);
+		c->slot_key[i] = 0;
+	}
+	alex_col_clear(c);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->trunc[f] = ALEX_NO_TRUNC;
+		db->limit[f] = db->climit[f];
+	}
+	db->txn_truncated = 0;
+	return 1;
+}
+
+/*
+ * Does the open transaction change page 1 into a WAL-mode header (SQLite's
+ * read and write versions 2)?  journal_mode=WAL writes exactly that, in a
+ * rollback-journal transaction of its own.
+ */
+static int enters_wal(alex_db *db)
+{
+	int64_t slot = alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0));
+
+	if (!db->cfg.protect_base || slot < 0)
+		return 0;
+	const uint8_t *p = alex_col_slot(&db->col, (uint32_t)slot);
+	return memcmp(p, "SQLite format 3", 16) == 0 && p[18] == 2 && p[19] == 2;
+}
+
+/*
+ * When to checkpoint: at checkpoint_bytes of log, or sooner when the file
+ * system runs short -- the log may take at most a quarter of what is free,
+ * so that it never crowds out the database it will be copied into.
+ */
+static uint64_t ckpt_threshold(alex_db *db)
+{
+	uint64_t t = db->cfg.checkpoint_bytes, avail;
+
+	if (db->space_avail < 4 * t && db->log_fd >= 0 &&
+	    db->io.ops->space(db->io.ctx, db->log_fd, &avail) == 0)
+		db->space_avail = avail;
+	if (db->space_avail / 4 < t)
+		t = db->space_avail / 4 > ALEX_BLOCK ? db->space_avail / 4 : ALEX_BLOCK;
+	return t;
+}
+
+/* Stages the open transaction as a commit record and writes it (not
+ * synced); a full disk first tries a checkpoint for room. */
+static int write_commit(alex_db *db, uint32_t *len, uint32_t *n, uint64_t *off)
+{
+	int err;
+
+	for (int again = 0;; again = 1) {
+		if (!(err = first_commit(db)) && !(err = ensure_epoch(db)) &&
+		    !(err = stage(db, ALEX_REC_COMMIT, len, n)))
+			err = alex_log_append(db, *len, off);
+		/* a checkpoint begins a new epoch: stage the record again */
+		if (!full(err) || again || make_room(db) != 0)
+			return err;
+	}
+}
+
 /* sync: FULL's promise, that the record is on disk before this returns */
 static int commit(alex_db *db, int sync)
 {
@@ -570,9 +716,11 @@ static int commit(alex_db *db, int sync)
 		return ALEX_EFAILED;
 	if (!txn_open(db))
 		return 0;
-	if ((err = alex_log_base_fresh(db)) || (err = first_commit(db)) ||
-	    (err = stage(db, ALEX_REC_COMMIT, &len, &n)) ||
-	    (err = alex_log_append(db, len, &off)))
+	int to_wal = enters_wal(db);
+	err = write_commit(db, &len, &n, &off);
+	if (full(err) && drop_unchanged(db))
+		return 0;
+	if (err)
 		return err;
 	if (sync && (err = sync_log(db))) {
 		/* The record may or may not be on disk.  Nothing moved yet, so a
@@ -615,7 +763,11 @@ static int commit(alex_db *db, int sync)
 			return err;
 		}
 	}
-	if (db->append_off - ALEX_LOG_DATA >= db->cfg.checkpoint_bytes && alex_ckpt_run(db))
+	/* A database that enters WAL mode leaves the log at once: from now on
+	 * SQLite writes it directly (its WAL and its checkpoints), and programs
+	 * without ALEX read it through the WAL, where no mark can reach them.
+	 * A failure is counted; libalex.so then refuses the WAL (docs/PRELOAD.md). */
+	if ((to_wal || db->append_off - ALEX_LOG_DATA >= ckpt_threshold(db)) && alex_ckpt_run(db))
 		db->st.checkpoint_failures++;
 	return 0;
 }
@@ -623,11 +775,6 @@ static int commit(alex_db *db, int sync)
 int alex_commit(alex_db *db)
 {
 	return commit(db, db->cfg.sync == ALEX_SYNC_FULL);
-}
-
-int alex_publish(alex_db *db)
-{
-	return commit(db, 0);
 }
 
 int alex_sync_if_due(alex_db *db)
@@ -651,27 +798,54 @@ int alex_sync(alex_db *db)
 	return err;
 }
 
+/* Starts over from the base files: another engine checkpointed, or the log
+ * came or went. */
+static int restart(alex_db *db)
+{
+	int err;
+
+	alex_map_clear(&db->map);
+	if ((err = open_bases(db)) || (err = alex_recover(db)))
+		return err;
+	return 0;
+}
+
+/*
+ * Catches up with the log as other engines left it.  The log may have been
+ * made or removed (the last engine of a process that checkpointed at its
+ * close), or a checkpoint began a new epoch (another uuid, epoch or salt in
+ * the header): then everything the map held is in the base files, and this
+ * engine starts over from them.  Otherwise it reads the records appended
+ * since.  With nothing in the log, the base files are the whole truth, and
+ * a program without ALEX may have written them (the fence is down): their
+ * sizes are read again.
+ */
 static int reload(alex_db *db, int force)
 {
 	struct alex_loghdr h;
-	int err;
+	int changed, err;
 
-	if ((err = alex_log_read_header(db, &h)) ||
-	    (err = db->io.ops->size(db->io.ctx, db->log_fd, &db->alloc_end)))
+	if ((err = alex_log_changed(db, &changed)))
 		return err;
-	if (force || h.epoch != db->hdr.epoch || memcmp(h.uuid, db->hdr.uuid, 16) != 0) {
-		/* another engine checkpointed: the base files hold everything
-		 * the old epoch had; start over from them */
-		alex_map_clear(&db->map);
-		if ((err = open_bases(db)))
-			return err;
+	if (changed && (err = alex_log_reopen(db)))
+		return err;
+	if (force || changed)
+		err = restart(db);
+	else if (db->log_fd < 0 || db->log_stub)
+		err = open_bases(db);
+	else if ((err = alex_log_read_header(db, &h)) == ALEX_ENOLOG)
+		err = 0; /* another process is making it: nothing in it yet */
+	else if (!err && (h.epoch != db->hdr.epoch || h.salt != db->hdr.salt ||
+			  memcmp(h.uuid, db->hdr.uuid, 16) != 0 || !db->epoch_live)) {
 		db->hdr = h;
-		db->append_off = ALEX_LOG_DATA;
-		db->next_lsn = h.start_lsn;
-		db->prev_crc = h.salt;
-		db->epoch_commits = 0;
+		err = restart(db);
+	} else if (!err) {
+		if (memcmp(&h, &db->hdr, sizeof h) != 0)
+			db->hdr = db->hdr_disk = h; /* the epoch became fenced */
+		if (!(err = alex_refresh_scan(db)) && !db->epoch_commits)
+			err = open_bases(db);
 	}
-	if ((err = alex_refresh_scan(db)))
+	if (err)
 		return err;
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];
@@ -702,14 +876,51 @@ int alex_discard(alex_db *db)
 	return reload(db, 1);
 }
 
+int alex_holds_pages(const alex_db *db)
+{
+	return db->epoch_commits != 0;
+}
+
+/*
+ * A checkpoint on request may run beside other processes that hold only
+ * SQLite's SHARED lock (libalex.so before SQLite opens a WAL): the log's
+ * checkpoint lock keeps two of them from beginning two epochs, and the one
+ * that comes second finds the work done when it catches up.
+ */
 int alex_checkpoint(alex_db *db)
 {
-	return alex_ckpt_run(db);
+	int err, rc;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if ((err = alex_log_lock_ckpt(db, 1)))
+		return err;
+	if (!(err = alex_refresh(db)))
+		err = alex_ckpt_run(db);
+	if ((rc = alex_log_lock_ckpt(db, 0)) && !err)
+		err = rc;
+	return err;
 }
 
 void alex_set_checkpoint_on_close(alex_db *db, int on)
 {
 	db->cfg.checkpoint_on_close = on;
+}
+
+/* A log may go when it holds nothing the base lacks -- and nothing that
+ * could still matter: a log recovery found damaged is evidence, kept for
+ * `alex recover`. */
+static int removable(const alex_db *db)
+{
+	return !db->failed && !db->epoch_commits && !txn_open(db) && !db->pending.n &&
+	       db->st.stop_reason <= ALEX_STOP_STALE && !db->st.lost_offset;
+}
+
+int alex_remove_log(alex_db *db)
+{
+	if (!removable(db))
+		return ALEX_EBUSY;
+	return alex_log_remove(db);
 }
 
 int alex_close(alex_db *db)
@@ -732,6 +943,10 @@ int alex_close(alex_db *db)
 		if (!err)
 			err = e;
 	}
+	/* nothing left beside the database at rest, unless asked: the last
+	 * engine on the log removes it once it holds nothing */
+	if (db->cfg.remove_log && removable(db))
+		alex_log_remove(db);
 	free_db(db);
 	return err;
 }
@@ -739,6 +954,7 @@ int alex_close(alex_db *db)
 void alex_stats(const alex_db *db, struct alex_stats *st)
 {
 	*st = db->st;
+	st->log_present = db->log_fd >= 0 && !db->log_stub;
 	st->log_used = db->append_off - ALEX_LOG_DATA;
 	st->mem_buffers = alex_col_bytes(&db->col) + db->rec_cap + 2 * ALEX_BLOCK +
 			  (uint64_t)db->col.max * sizeof *db->order;

@@ -17,6 +17,8 @@ const char *alex_strerror(int code)
 	case ALEX_EINUSE: return "the database is in use by another process";
 	case ALEX_EFOREIGN: return "the log belongs to another database (the database header it "
 				   "records does not match this file)";
+	case ALEX_EPERMS: return "the log is open to users the database is not, and its mode "
+				 "cannot be narrowed";
 	}
 	/* strerror is not thread-safe for unknown codes only; these are known */
 	return code > 0 ? strerror(code) : "unknown ALEX error";

@@ -10,13 +10,17 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_VERSION
+ *     8   4  version    ALEX_FORMAT_VERSION (2; format-1 slots are read too)
  *    12   4  block_size 4096
  *    16  16  uuid       random, fixed at creation: names this log
  *    32   8  epoch      >= 1, +1 at every checkpoint
  *    40   8  start_lsn  LSN of the first record of this epoch
  *    48   4  salt       random per epoch: prev_crc of the epoch's first record
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
+ *                       bit 1 FENCED: the database file was marked with this
+ *                       epoch's fence before its first COMMIT record; the
+ *                       records count only while the file carries that fence
+ *                       (protect.c); never set in format 1
  *    56   4  base_crc   crc32c of bytes 64..163 (0 without BASE)
  *    60   4  crc        crc32c of bytes 0..59
  *    64 100  base       the database file's first 100 bytes when the epoch's
@@ -24,6 +28,11 @@
  *                       for an empty file): which database this log is for
  *   The rest of the slot is zero.  Logs written before BASE existed have
  *   flags 0 and are not checked against their database.
+ *
+ *   A slot is written when its epoch begins (by a checkpoint, so that other
+ *   processes see it) and again, with FENCED, together with the epoch's
+ *   first COMMIT record, under that record's fdatasync.  Bytes 0 and 1 of
+ *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT).
  *
  * From byte 8192 on: records, back to back, each starting on a 4096-byte
  * boundary.  A record is one transaction, or a part of one too large for
@@ -77,13 +86,15 @@
 
 #include "alex.h"
 
-#define ALEX_FORMAT_VERSION 1u
+#define ALEX_FORMAT_VERSION 2u
+#define ALEX_FORMAT_V1 1u     /* read, never written */
 #define ALEX_BLOCK 4096u
 #define ALEX_BLOCK_SHIFT 12
 #define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
 #define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
 #define ALEX_HDR_SLOT_USED 164u
 #define ALEX_HDR_BASE 1u      /* header flag: the base copy is present */
+#define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
 #define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* first record */
 #define ALEX_REC_FIXED 112u
@@ -102,8 +113,10 @@ struct alex_loghdr {
 	uint64_t epoch;
 	uint64_t start_lsn;
 	uint32_t salt;
-	uint32_t flags; /* ALEX_HDR_BASE: base holds the database's header */
+	uint32_t flags; /* ALEX_HDR_*: BASE (base holds the database's header), FENCED */
 	uint8_t base[ALEX_BASE_HDR];
+	uint32_t version; /* filled in by decode; encode writes it back (0: the
+			     current one), so a slot decodes and encodes alike */
 };
 
 struct alex_rec {

@@ -11,6 +11,24 @@
 
 #define ALEX_SLAB_SLOTS 64u
 
+/* Inside the engine only: the file at the log's path holds nothing (empty,
+ * or a log whose making was cut short before anything was acknowledged). */
+#define ALEX_ENOLOG (-1100)
+
+/* What the database file's first bytes carry (protect.c). */
+enum alex_mark_kind {
+	ALEX_MARK_NONE = 0,    /* nothing: the file is SQLite's own */
+	ALEX_MARK_SQLITE,      /* page 1 marked (byte 19, change counter) */
+	ALEX_MARK_PLACEHOLDER, /* an empty database's placeholder */
+	ALEX_MARK_TORN         /* bytes of a format-1 placeholder a crash cut */
+};
+
+struct alex_mark {
+	enum alex_mark_kind kind;
+	int has_fence;  /* format 2: names the epoch it fences */
+	uint64_t fence; /* alex_protect_fence() of that epoch */
+};
+
 struct alex_ks {
 	uint64_t key;
 	uint32_t slot;
@@ -38,7 +56,13 @@ struct alex_db {
 	int log_fd;
 
 	/* log position */
-	struct alex_loghdr hdr;
+	struct alex_loghdr hdr;      /* the current epoch, as it must be on disk */
+	struct alex_loghdr hdr_disk; /* as its slot was last written */
+	int epoch_live;       /* hdr's epoch takes records at append_off; if 0,
+				 the next record begins a new epoch (or log) */
+	int epoch_started;    /* the base carries this epoch's fence (or the
+				 base is not protected): records may follow */
+	int log_stub;         /* the file at the log's path holds nothing */
 	uint64_t append_off;  /* where the next record goes */
 	uint64_t alloc_end;   /* preallocated end of the log file */
 	uint64_t next_lsn;
@@ -49,8 +73,8 @@ struct alex_db {
 	uint64_t epoch_commits; /* commit records in the current epoch */
 	int failed;           /* an unrecoverable I/O error happened */
 	int slot_damaged;     /* one header slot failed its checks */
-	int base_marked;      /* protect.c: 1 byte 19 marked, 2 placeholder */
-	int base_dir_synced;  /* the database's directory entry is durable */
+	struct alex_mark mark; /* what the base carries (protect.c) */
+	uint32_t perm_log, perm_base; /* ALEX_EPERMS: the modes, for the message */
 	int txn_truncated;    /* the open transaction shrank a file: the
 				 committed map already lost blocks to it */
 
@@ -75,6 +99,10 @@ struct alex_db {
 	/* durability */
 	uint64_t unsynced_bytes;
 	uint64_t unsynced_since_ns;
+
+	/* disk space: the free bytes last seen, when the log grew */
+	uint64_t space_avail;
+#define ALEX_SPACE_LOW(db) ((db)->space_avail < 4 * (db)->cfg.checkpoint_bytes)
 
 	/* compression */
 	union LZ4_stream_u *lz4;  /* reused state: no 16 KiB reset per block */
@@ -102,22 +130,39 @@ void alex_codec_free(struct alex_db *db);
 int alex_codec_unpack(const uint8_t *in, uint32_t len, uint32_t flags, uint8_t *blk);
 
 /* log.c */
+/* Opens the log if there is one (log_fd stays -1 if not), locks it shared
+ * (exclusive for tools), checks its mode against the database's, and reads
+ * its header.  A file that holds nothing becomes a stub (log_stub). */
 int alex_log_open(struct alex_db *db);
-/* Reads both header slots: the current one into *out; sets slot_damaged. */
+/* Closes the log and opens what is at its path now. */
+int alex_log_reopen(struct alex_db *db);
+/* Was the log removed or made by another process since we opened it?
+ * Also refreshes alloc_end. */
+int alex_log_changed(struct alex_db *db, int *changed);
+/* Reads both header slots: the current one into *out; sets slot_damaged.
+ * ALEX_ENOLOG when no slot was ever completely written. */
 int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
+/* Begins the next epoch (making the log if there is none): a new header,
+ * written; synced if sync.  On a failed write the engine stops. */
+int alex_log_begin_epoch(struct alex_db *db, int sync);
+/* Writes db->hdr into its slot (no sync). */
+int alex_log_write_header(struct alex_db *db);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
 int alex_log_sync(struct alex_db *db);
-int alex_log_new_epoch(struct alex_db *db);
-/* Before the first record of an epoch: if the base changed since the
- * epoch began (plain SQLite wrote it while the log was empty), start a new
- * epoch so that its header records the base as it is now. */
-int alex_log_base_fresh(struct alex_db *db);
 /* Grows the log so that a record of this many blocks fits after the end:
  * a full disk then surfaces as SQLite writes a page (SQLITE_FULL), not
  * later when it syncs. */
 int alex_log_reserve(struct alex_db *db, uint32_t blocks);
 /* Writes the current header into its slot again, and syncs. */
 int alex_log_rewrite_header(struct alex_db *db);
+/* Takes (on) or drops the checkpoint lock (ALEX_LOCK_CKPT). */
+int alex_log_lock_ckpt(struct alex_db *db, int on);
+/* Gives back the log's preallocated space past the last record (a file
+ * system running full); the next record grows it again. */
+int alex_log_trim(struct alex_db *db);
+/* Unlinks the log if no other engine has it open (ALEX_EINUSE if one
+ * has); the engine then has no log. */
+int alex_log_remove(struct alex_db *db);
 /* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
 uint32_t alex_random32(void);
@@ -129,20 +174,33 @@ int alex_refresh_scan(struct alex_db *db);
 
 /* protect.c: the base file's mark while the log holds newer pages */
 #define ALEX_MARK 0xa1u
-/* Reads the base's header at open; a placeholder makes *size 0. */
+/* The fence of hdr's epoch. */
+uint64_t alex_protect_fence(const struct alex_loghdr *hdr);
+/* Reads the base's mark into db->mark; a placeholder makes *size 0. */
 int alex_protect_probe(struct alex_db *db, uint64_t *size);
-/* Marks the base (and syncs) unless it is marked already. */
+/* Does the base carry the fence of db->hdr's epoch (or a format-1 mark)? */
+int alex_protect_is_live(const struct alex_db *db);
+/* Marks the base with the current epoch's fence and syncs it.  A file that
+ * is neither empty nor an SQLite database is left alone (db->mark NONE). */
 int alex_protect_mark(struct alex_db *db);
-/* Marks byte 19 of a block 0 that holds an SQLite header; 1 if it did. */
-int alex_protect_apply(uint8_t *blk0, size_t len);
-/* Restores byte 19 in a block 0 read from the base file. */
+/* Can this page 1 carry the mark and be given back exactly (an SQLite
+ * header with zeros where SQLite keeps them)? */
+int alex_protect_markable(const uint8_t *blk0, size_t len);
+/* Puts the current epoch's mark on a copy of block 0 that holds an SQLite
+ * header; 1 if it did. */
+int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len);
+/* Takes the mark off: writes the true first bytes of block 0 (size is the
+ * file's logical size).  No sync: see the top of protect.c. */
+int alex_protect_clear(struct alex_db *db, const uint8_t *blk0, uint64_t size);
+/* Restores the true bytes of a marked block 0 read from the base file. */
 void alex_protect_unmask(uint8_t *blk0, size_t len);
 /* The base's first 100 bytes as SQLite would read them (byte 19 restored,
  * zeros for an empty file or the placeholder): what log headers record. */
 int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR]);
-/* Is this log the base's?  After recovery: the base must match the
- * header's copy, or the log's own newest block 0 (a checkpoint was cut
- * short after writing it), byte by byte.  0 or ALEX_EFOREIGN. */
+/* Is this log the base's?  For an epoch that is not fenced, after
+ * recovery: the base must match the header's copy, or the log's own newest
+ * block 0 (a checkpoint was cut short after writing it), byte by byte.
+ * 0 or ALEX_EFOREIGN. */
 int alex_protect_check_base(struct alex_db *db);
 
 /* ckpt.c */

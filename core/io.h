@@ -15,8 +15,25 @@
 
 enum alex_open_flags {
 	ALEX_O_CREAT = 1, /* create if missing */
-	ALEX_O_TRUNC = 2, /* start empty */
-	ALEX_O_EXCL = 4   /* fail with EEXIST if it exists */
+	ALEX_O_TRUNC = 2  /* start empty */
+};
+
+/* What the engine needs to know of an open file. */
+struct alex_finfo {
+	uint64_t size;
+	uint32_t mode;  /* permission bits (st_mode & 07777) */
+	uint32_t uid, gid;
+	uint32_t nlink; /* 0: the file was unlinked while open */
+};
+
+/* Lock modes, and the bytes of the log the engines lock (alex-log(5)). */
+enum alex_lock_mode { ALEX_UNLOCK = 0, ALEX_SHARED = 1, ALEX_EXCLUSIVE = 2 };
+enum alex_lock_byte {
+	ALEX_LOCK_OPEN = 0, /* shared by every engine that has the log open;
+			       exclusive for the alex tool, and for the last
+			       engine while it removes the log */
+	ALEX_LOCK_CKPT = 1  /* exclusive while an engine checkpoints without
+			       SQLite's EXCLUSIVE lock to keep others out */
 };
 
 struct alex_io_ops {
@@ -26,18 +43,24 @@ struct alex_io_ops {
 	int (*pwrite)(void *ctx, int fd, const void *buf, size_t n, uint64_t off);
 	int (*fdatasync)(void *ctx, int fd);
 	int (*ftruncate)(void *ctx, int fd, uint64_t size);
-	int (*fallocate)(void *ctx, int fd, uint64_t off, uint64_t len);
 	int (*size)(void *ctx, int fd, uint64_t *size);
+	int (*stat)(void *ctx, int fd, struct alex_finfo *fi);
+	/* gives fd like's permission bits whatever the umask, and like's owner
+	 * and group when the process may (root), as SQLite does for its
+	 * journal and WAL */
+	int (*own)(void *ctx, int fd, const struct alex_finfo *like);
+	/* bytes an unprivileged writer can still add to fd's file system */
+	int (*space)(void *ctx, int fd, uint64_t *avail);
 	int (*exists)(void *ctx, const char *path, int *yes);
 	/* noreplace: fail with EEXIST rather than replace an existing to */
 	int (*rename)(void *ctx, const char *from, const char *to, int noreplace);
 	int (*unlink)(void *ctx, const char *path);
 	/* makes the directory entry of path durable */
 	int (*sync_dir)(void *ctx, const char *path);
-	/* takes (1 shared, 2 exclusive) or drops (0) a lock on the whole file
-	 * for this descriptor, without waiting: EAGAIN when another holds a
-	 * conflicting one */
-	int (*lock)(void *ctx, int fd, int mode);
+	/* takes or drops (enum alex_lock_mode) a lock on one byte of the file
+	 * for this descriptor's open file description, without waiting:
+	 * EAGAIN when another holds a conflicting one */
+	int (*lock)(void *ctx, int fd, uint64_t byte, int mode);
 };
 
 struct alex_io {
@@ -55,28 +78,35 @@ extern const struct alex_io alex_io_posix;
  */
 typedef struct alex_mem alex_mem;
 
-enum alex_mem_op { ALEX_MEM_WRITE = 1, ALEX_MEM_SYNC = 2, ALEX_MEM_ALLOC = 4,
-		   ALEX_MEM_TRUNC = 8, ALEX_MEM_READ = 16 };
+enum alex_mem_op { ALEX_MEM_WRITE = 1, ALEX_MEM_SYNC = 2, ALEX_MEM_TRUNC = 8,
+		   ALEX_MEM_READ = 16 };
 
 enum alex_crash {
-	ALEX_CRASH_LOSE = 0, /* every write since the file's last sync is lost */
-	ALEX_CRASH_TEAR = 1, /* unsynced writes kept but the last one torn */
-	ALEX_CRASH_KEEP = 2  /* every write reached the disk */
+	ALEX_CRASH_LOSE = 0,  /* every write since the file's last sync is lost */
+	ALEX_CRASH_TEAR = 1,  /* unsynced writes kept but the last one torn */
+	ALEX_CRASH_KEEP = 2,  /* every write reached the disk */
+	ALEX_CRASH_SUBSET = 3 /* each unsynced write (or size change) of each
+				 file independently lost, kept, or kept in part
+				 -- any subset of its 512-byte sectors -- as a
+				 disk that reorders its cache may leave them */
 };
 
 alex_mem *alex_mem_new(void);
 void alex_mem_free(alex_mem *m);
 struct alex_io alex_mem_io(alex_mem *m);
 
-/* Files larger than this fail with EFBIG (ENOSPC for fallocate); the
- * default is 1 GiB. */
+/* Files larger than this fail with EFBIG; the default is 1 GiB. */
 void alex_mem_limit(alex_mem *m, uint64_t bytes);
+
+/* The whole disk: a write or size change that would make all live files
+ * together larger fails with ENOSPC (0: no limit, the default). */
+void alex_mem_disk(alex_mem *m, uint64_t bytes);
 
 /* Stops keeping undo records, for benchmarks: alex_mem_crash then sees
  * every write as synced. */
 void alex_mem_untracked(alex_mem *m);
 
-/* Counts mutating operations (write, sync, alloc, trunc), from 1. */
+/* Counts mutating operations (write, sync, trunc), from 1. */
 uint64_t alex_mem_ops(const alex_mem *m);
 
 /* The op_index-th mutating operation of a kind in mask fails with err and

@@ -1,10 +1,13 @@
 /*
  * io_mem.c - files in memory, for tests, crash simulation and fuzzing.
  *
- * Each file keeps an undo record for every change since its last fdatasync.
- * A crash image is cut from the current bytes by undoing all of them (power
- * lost before anything reached the disk), by cutting the newest write short
- * (a torn write), or by keeping them all.
+ * Each file keeps an undo record for every change since its last fdatasync,
+ * with the bytes the change replaced and the bytes it wrote.  A crash image
+ * is cut from the current bytes by undoing all of them (power lost before
+ * anything reached the disk), by cutting the newest write short (a torn
+ * write), by keeping them all, or by keeping any subset of them, each write
+ * whole or in part, in any order (a disk cache that reorders).  Directory
+ * operations (create, rename, unlink) are durable at once.
  */
 #include "io.h"
 
@@ -17,7 +20,9 @@ struct undo {
 	uint64_t off, len; /* bytes that were replaced ... */
 	uint64_t wlen;     /* length of the write (len counts only old bytes) */
 	uint8_t *old;      /* ... and what they held (NULL: nothing) */
+	uint8_t *neu;      /* what the write put there (wlen bytes) */
 	uint64_t old_size; /* file size before the change */
+	uint64_t new_size; /* and after it */
 	int is_write;
 };
 
@@ -25,6 +30,7 @@ struct mfile {
 	char *name;
 	uint8_t *data;
 	uint64_t size, cap;
+	uint32_t mode;
 	struct undo *undo;
 	size_t nundo, capundo;
 };
@@ -38,6 +44,7 @@ struct alex_mem {
 	int fail_err;
 	int untracked; /* no undo records: faster, but no crash images */
 	uint64_t limit; /* largest file size; past it EFBIG, like a filesystem */
+	uint64_t disk;  /* all live files together; past it ENOSPC (0: none) */
 	void (*hook)(void *, uint64_t, enum alex_mem_op, int);
 	void *hook_arg;
 };
@@ -56,10 +63,17 @@ void alex_mem_limit(alex_mem *m, uint64_t bytes)
 	m->limit = bytes;
 }
 
+void alex_mem_disk(alex_mem *m, uint64_t bytes)
+{
+	m->disk = bytes;
+}
+
 static void undo_clear(struct mfile *f)
 {
-	for (size_t i = 0; i < f->nundo; i++)
+	for (size_t i = 0; i < f->nundo; i++) {
 		free(f->undo[i].old);
+		free(f->undo[i].neu);
+	}
 	f->nundo = 0;
 }
 
@@ -99,6 +113,7 @@ static int add_file(alex_mem *m, const char *path)
 	m->files[m->nfiles].name = strdup(path);
 	if (!m->files[m->nfiles].name)
 		return -1;
+	m->files[m->nfiles].mode = 0600;
 	return (int)m->nfiles++;
 }
 
@@ -126,9 +141,22 @@ static void set_size(struct mfile *f, uint64_t size)
 	f->size = size;
 }
 
-static int push_undo(alex_mem *m, struct mfile *f, uint64_t off, uint64_t len, int is_write)
+/* Would growing f to size overflow the disk? */
+static int disk_full(const alex_mem *m, const struct mfile *f, uint64_t size)
 {
-	struct undo u = { ++m->seq, off, 0, len, NULL, f->size, is_write };
+	if (!m->disk || size <= f->size)
+		return 0;
+	uint64_t used = 0;
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (m->files[i].name)
+			used += m->files[i].size;
+	return used + (size - f->size) > m->disk;
+}
+
+static int push_undo(alex_mem *m, struct mfile *f, uint64_t off, uint64_t len,
+		     const void *buf, uint64_t new_size)
+{
+	struct undo u = { ++m->seq, off, 0, len, NULL, NULL, f->size, new_size, buf != NULL };
 
 	if (m->untracked)
 		return 0;
@@ -147,6 +175,13 @@ static int push_undo(alex_mem *m, struct mfile *f, uint64_t off, uint64_t len, i
 		if (!u.old)
 			return ENOMEM;
 		memcpy(u.old, f->data + off, u.len);
+	}
+	if (buf && len) {
+		if (!(u.neu = malloc(len))) {
+			free(u.old);
+			return ENOMEM;
+		}
+		memcpy(u.neu, buf, len);
 	}
 	f->undo[f->nundo++] = u;
 	return 0;
@@ -177,8 +212,6 @@ static int mem_open(void *ctx, const char *path, int flags, int *fd)
 	alex_mem *m = ctx;
 	int i = find(m, path);
 
-	if (i >= 0 && (flags & ALEX_O_EXCL))
-		return EEXIST;
 	if (i < 0) {
 		if (!(flags & ALEX_O_CREAT))
 			return ENOENT;
@@ -227,7 +260,10 @@ static int mem_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off
 	struct mfile *f = &m->files[fd];
 	if (off + n > m->limit)
 		return EFBIG;
-	if ((err = reserve(f, off + n)) || (err = push_undo(m, f, off, n, 1)))
+	if (disk_full(m, f, off + n))
+		return ENOSPC;
+	uint64_t end = off + n > f->size ? off + n : f->size;
+	if ((err = reserve(f, off + n)) || (err = push_undo(m, f, off, n, buf, end)))
 		return err;
 	memcpy(f->data + off, buf, n);
 	if (off + n > f->size)
@@ -260,13 +296,15 @@ static int mem_resize(alex_mem *m, int fd, uint64_t size, enum alex_mem_op kind)
 		return err;
 	struct mfile *f = &m->files[fd];
 	if (size > m->limit)
-		return kind == ALEX_MEM_ALLOC ? ENOSPC : EFBIG;
+		return EFBIG;
+	if (disk_full(m, f, size))
+		return ENOSPC;
 	if ((err = reserve(f, size)))
 		return err;
 	if (size < f->size)
-		err = push_undo(m, f, size, f->size - size, 0);
+		err = push_undo(m, f, size, f->size - size, NULL, size);
 	else
-		err = push_undo(m, f, f->size, 0, 0);
+		err = push_undo(m, f, f->size, 0, NULL, size);
 	if (err)
 		return err;
 	set_size(f, size);
@@ -279,16 +317,6 @@ static int mem_ftruncate(void *ctx, int fd, uint64_t size)
 	return mem_resize(ctx, fd, size, ALEX_MEM_TRUNC);
 }
 
-static int mem_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
-{
-	alex_mem *m = ctx;
-
-	if (!valid_fd(m, fd))
-		return EBADF;
-	uint64_t want = off + len > m->files[fd].size ? off + len : m->files[fd].size;
-	return mem_resize(m, fd, want, ALEX_MEM_ALLOC);
-}
-
 static int mem_size(void *ctx, int fd, uint64_t *size)
 {
 	alex_mem *m = ctx;
@@ -296,6 +324,43 @@ static int mem_size(void *ctx, int fd, uint64_t *size)
 	if (!valid_fd(m, fd))
 		return EBADF;
 	*size = m->files[fd].size;
+	return 0;
+}
+
+static int mem_stat(void *ctx, int fd, struct alex_finfo *fi)
+{
+	alex_mem *m = ctx;
+
+	if (!valid_fd(m, fd))
+		return EBADF;
+	memset(fi, 0, sizeof *fi);
+	fi->size = m->files[fd].size;
+	fi->mode = m->files[fd].mode;
+	fi->nlink = 1;
+	return 0;
+}
+
+static int mem_own(void *ctx, int fd, const struct alex_finfo *like)
+{
+	alex_mem *m = ctx;
+
+	if (!valid_fd(m, fd))
+		return EBADF;
+	m->files[fd].mode = like->mode & 0777;
+	return 0;
+}
+
+static int mem_space(void *ctx, int fd, uint64_t *avail)
+{
+	alex_mem *m = ctx;
+	uint64_t used = 0;
+
+	if (!valid_fd(m, fd))
+		return EBADF;
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (m->files[i].name)
+			used += m->files[i].size;
+	*avail = !m->disk ? 1ull << 40 : used < m->disk ? m->disk - used : 0;
 	return 0;
 }
 
@@ -348,8 +413,9 @@ static int mem_sync_dir(void *ctx, const char *path)
 	return 0;
 }
 
-static int mem_lock(void *ctx, int fd, int mode)
+static int mem_lock(void *ctx, int fd, uint64_t byte, int mode)
 {
+	(void)byte;
 	(void)mode;
 	return valid_fd(ctx, fd) ? 0 : EBADF; /* one process: nothing to exclude */
 }
@@ -361,8 +427,10 @@ static const struct alex_io_ops mem_ops = {
 	.pwrite = mem_pwrite,
 	.fdatasync = mem_fdatasync,
 	.ftruncate = mem_ftruncate,
-	.fallocate = mem_fallocate,
 	.size = mem_size,
+	.stat = mem_stat,
+	.own = mem_own,
+	.space = mem_space,
 	.exists = mem_exists,
 	.rename = mem_rename,
 	.unlink = mem_unlink,
@@ -431,11 +499,64 @@ alex_mem *alex_mem_crash_cut(const alex_mem *m, uint64_t cut)
 	return crash(m, ALEX_CRASH_TEAR, 0, (int64_t)cut);
 }
 
+/* Puts file d back to its state at its last fdatasync. */
+static int undo_all(struct mfile *d, const struct mfile *s)
+{
+	for (size_t k = s->nundo; k-- > 0;) {
+		const struct undo *u = &s->undo[k];
+		/* bytes past the shorter size were zeroed */
+		if (u->old_size > d->size && reserve(d, u->old_size))
+			return ENOMEM;
+		set_size(d, u->old_size > d->size ? d->size : u->old_size);
+		d->size = u->old_size;
+		apply_undo(d, u, 0);
+	}
+	return 0;
+}
+
+/*
+ * From the synced state, replays each unsynced change of s with what a
+ * reordering disk may have kept of it: nothing, all of it, or any subset
+ * of its 512-byte sectors.  A size change is kept or lost as a whole; a
+ * write that is lost does not extend the file.
+ */
+static int redo_subset(struct mfile *d, const struct mfile *s, uint64_t *rng)
+{
+	for (size_t k = 0; k < s->nundo; k++) {
+		const struct undo *u = &s->undo[k];
+		uint64_t r = splitmix(rng) % 8;
+		if (r < 3)
+			continue; /* lost */
+		if (!u->is_write) {
+			if (reserve(d, u->new_size))
+				return ENOMEM;
+			set_size(d, u->new_size > d->size ? d->size : u->new_size);
+			d->size = u->new_size;
+			continue;
+		}
+		if (reserve(d, u->off + u->wlen))
+			return ENOMEM;
+		uint64_t first = u->off & ~511ull, kept_end = 0;
+		for (uint64_t sec = first; sec < u->off + u->wlen; sec += 512) {
+			uint64_t a = sec < u->off ? u->off : sec;
+			uint64_t b = sec + 512 < u->off + u->wlen ? sec + 512 : u->off + u->wlen;
+			if (r < 6 || splitmix(rng) % 2) { /* whole write, or this sector */
+				memcpy(d->data + a, u->neu + (a - u->off), b - a);
+				kept_end = b;
+			}
+		}
+		if (kept_end > d->size)
+			d->size = u->off + u->wlen; /* what was not kept reads as zeros */
+	}
+	return 0;
+}
+
 static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at)
 {
 	alex_mem *c = alex_mem_new();
 	struct mfile *torn = NULL;
 	const struct undo *tu = NULL;
+	uint64_t rng = seed;
 
 	if (!c)
 		return NULL;
@@ -451,23 +572,14 @@ static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, in
 			c->files[j].name = NULL;
 		}
 		struct mfile *d = &c->files[j];
+		d->mode = s->mode;
 		if (s->size)
 			memcpy(d->data, s->data, s->size);
 		d->size = s->size;
-		if (how == ALEX_CRASH_LOSE) {
-			for (size_t k = s->nundo; k-- > 0;) {
-				const struct undo *u = &s->undo[k];
-				if (u->old_size > d->size) {
-					/* bytes past the shorter size were zeroed */
-					if (reserve(d, u->old_size)) {
-						alex_mem_free(c);
-						return NULL;
-					}
-				}
-				set_size(d, u->old_size > d->size ? d->size : u->old_size);
-				d->size = u->old_size;
-				apply_undo(d, u, 0);
-			}
+		if ((how == ALEX_CRASH_LOSE || how == ALEX_CRASH_SUBSET) &&
+		    (undo_all(d, s) || (how == ALEX_CRASH_SUBSET && redo_subset(d, s, &rng)))) {
+			alex_mem_free(c);
+			return NULL;
 		} else if (how == ALEX_CRASH_TEAR) {
 			for (size_t k = 0; k < s->nundo; k++)
 				if (s->undo[k].is_write && (!tu || s->undo[k].seq > tu->seq)) {

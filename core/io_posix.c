@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,10 +30,10 @@ static int px_open(void *ctx, const char *path, int flags, int *fd)
 		of |= O_CREAT;
 	if (flags & ALEX_O_TRUNC)
 		of |= O_TRUNC;
-	if (flags & ALEX_O_EXCL)
-		of |= O_EXCL;
+	/* 0600 until own() gives a new file its database's mode: never, even
+	 * for a moment, more open than the database it holds pages of */
 	do
-		r = syscall(SYS_openat, AT_FDCWD, path, of, 0644);
+		r = syscall(SYS_openat, AT_FDCWD, path, of, 0600);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return errno;
@@ -110,27 +111,6 @@ static int px_ftruncate(void *ctx, int fd, uint64_t size)
 	return err_of(r);
 }
 
-static int px_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
-{
-	long r;
-
-	(void)ctx;
-	do
-		r = syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)len);
-	while (r < 0 && errno == EINTR);
-	if (r < 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
-		/* tmpfs before 3.5, some FUSE: extending the size is the
-		 * best we can do, and what the format needs (zeros). */
-		struct stat st;
-		if (syscall(SYS_fstat, fd, &st) < 0)
-			return errno;
-		if ((uint64_t)st.st_size >= off + len)
-			return 0;
-		return px_ftruncate(ctx, fd, off + len);
-	}
-	return err_of(r);
-}
-
 static int px_size(void *ctx, int fd, uint64_t *size)
 {
 	struct stat st;
@@ -139,6 +119,50 @@ static int px_size(void *ctx, int fd, uint64_t *size)
 	if (syscall(SYS_fstat, fd, &st) < 0)
 		return errno;
 	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int px_stat(void *ctx, int fd, struct alex_finfo *fi)
+{
+	struct stat st;
+
+	(void)ctx;
+	if (syscall(SYS_fstat, fd, &st) < 0)
+		return errno;
+	fi->size = (uint64_t)st.st_size;
+	fi->mode = st.st_mode & 07777;
+	fi->uid = st.st_uid;
+	fi->gid = st.st_gid;
+	fi->nlink = (uint32_t)st.st_nlink;
+	return 0;
+}
+
+static int px_own(void *ctx, int fd, const struct alex_finfo *like)
+{
+	struct stat st;
+
+	(void)ctx;
+	if (syscall(SYS_fstat, fd, &st) < 0)
+		return errno;
+	/* root: the database's owner and group first (a chown clears the
+	 * set-id bits, and a non-root caller may not give files away) */
+	if (syscall(SYS_geteuid) == 0 && (st.st_uid != like->uid || st.st_gid != like->gid) &&
+	    syscall(SYS_fchown, fd, like->uid, like->gid) < 0)
+		return errno;
+	if ((st.st_mode & 0777) != (like->mode & 0777) &&
+	    syscall(SYS_fchmod, fd, like->mode & 0777) < 0)
+		return errno;
+	return 0;
+}
+
+static int px_space(void *ctx, int fd, uint64_t *avail)
+{
+	struct statfs sf;
+
+	(void)ctx;
+	if (syscall(SYS_fstatfs, fd, &sf) < 0)
+		return errno;
+	*avail = (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
 	return 0;
 }
 
@@ -209,10 +233,11 @@ static int px_sync_dir(void *ctx, const char *path)
 /* Open file description locks: tied to this descriptor's open file, not to
  * the process, so no other close() in the process can drop them, and a
  * forked child shares them. */
-static int px_lock(void *ctx, int fd, int mode)
+static int px_lock(void *ctx, int fd, uint64_t byte, int mode)
 {
-	struct flock l = { .l_type = mode == 2 ? F_WRLCK : mode == 1 ? F_RDLCK : F_UNLCK,
-			   .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	struct flock l = { .l_type = mode == ALEX_EXCLUSIVE ? F_WRLCK
+				     : mode == ALEX_SHARED ? F_RDLCK : F_UNLCK,
+			   .l_whence = SEEK_SET, .l_start = (off_t)byte, .l_len = 1 };
 
 	(void)ctx;
 	if (syscall(SYS_fcntl, fd, F_OFD_SETLK, &l) == 0)
@@ -227,8 +252,10 @@ static const struct alex_io_ops posix_ops = {
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,
 	.ftruncate = px_ftruncate,
-	.fallocate = px_fallocate,
 	.size = px_size,
+	.stat = px_stat,
+	.own = px_own,
+	.space = px_space,
 	.exists = px_exists,
 	.rename = px_rename,
 	.unlink = px_unlink,

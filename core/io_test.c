@@ -3,8 +3,8 @@
  * FOR TESTS ONLY: libalex.so uses it when ALEX_TEST_POWERCUT or
  * ALEX_TEST_FAULT is set (man/libalex.7), never otherwise.
  *
- * Power cut: every mutating call (pwrite, fdatasync, ftruncate, fallocate,
- * rename, unlink, directory sync) is numbered from 1 across the process.  Before a
+ * Power cut: every mutating call (pwrite, fdatasync, ftruncate, rename,
+ * unlink, directory sync) is numbered from 1 across the process.  Before a
  * pwrite or ftruncate the bytes it replaces are read and kept until the
  * file's next fdatasync.  At call number K, instead of making it, the
  * process puts back what the disk would hold had the power failed there
@@ -16,6 +16,10 @@
  *
  * Faults: the Nth call of one class fails with an errno and changes
  * nothing, once.
+ *
+ * Recording (ALEX_TEST_RECORD): every mutating call that succeeded is
+ * appended to a trace (io_test.h), for tests/preload/cutfs to rebuild a
+ * disk from at any point after the run.
  */
 #include "io.h"
 
@@ -25,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +55,74 @@ static struct {
 	unsigned char is_log[MAXFD];
 	int fault_done;
 } T = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int trace_fd = -1; /* ALEX_TEST_RECORD, opened once, O_APPEND */
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+	return s ? s + 1 : path;
+}
+
+void alex_test_record(enum alex_trace_kind kind, int fd, uint64_t ino, uint64_t off,
+		      uint64_t len, const void *data, const char *path, const char *path2)
+{
+	struct alex_trace_rec r = { ALEX_TRACE_MAGIC, kind, ino, off, len, 0, 0, 0 };
+	struct iovec v[4];
+	struct timespec ts;
+	int n = 0, saved = errno;
+
+	if (trace_fd < 0)
+		return;
+	if (!ino && fd >= 0) {
+		struct stat st;
+		if (syscall(SYS_fstat, fd, &st) == 0)
+			r.ino = (uint64_t)st.st_ino;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r.t_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	r.pid = (uint32_t)getpid();
+	path = base_name(path);
+	path2 = base_name(path2);
+	size_t p1 = path ? strlen(path) : 0, p2 = path2 ? strlen(path2) + 1 : 0;
+	r.plen = (uint32_t)(p1 + p2);
+	v[n++] = (struct iovec){ &r, sizeof r };
+	if (p1)
+		v[n++] = (struct iovec){ (void *)path, p1 };
+	if (p2) {
+		/* "from\0to": the NUL that ends from, then to without one */
+		v[n++] = (struct iovec){ "", 1 };
+		v[n++] = (struct iovec){ (void *)path2, p2 - 1 };
+	}
+	if (kind == ALEX_TR_WRITE && len) {
+		/* one append for the whole record, so processes never interleave */
+		size_t total = sizeof r + r.plen + len;
+		uint8_t *b = malloc(total);
+		if (!b)
+			goto out;
+		size_t at = 0;
+		for (int i = 0; i < n; i++) {
+			memcpy(b + at, v[i].iov_base, v[i].iov_len);
+			at += v[i].iov_len;
+		}
+		memcpy(b + at, data, len);
+		if (syscall(SYS_write, trace_fd, b, total) < 0)
+			at = 0;
+		free(b);
+		goto out;
+	}
+	if (syscall(SYS_writev, trace_fd, v, n) < 0)
+		n = 0;
+out:
+	errno = saved;
+}
+
+static void record_open(void)
+{
+	if (T.cfg.record[0] && trace_fd < 0)
+		trace_fd = (int)syscall(SYS_openat, AT_FDCWD, T.cfg.record,
+					O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
 
 static const char *const class_name[ALEX_TEST_NCLASS] = { "logwrite", "grow", "logsync",
 							  "ckptwrite", "ckptsync" };
@@ -194,6 +268,11 @@ static int t_open(void *ctx, const char *path, int flags, int *fd)
 		T.is_log[*fd] = strstr(path, "-alex") != NULL;
 		pthread_mutex_unlock(&T.mu);
 	}
+	if (!err) {
+		alex_test_record(ALEX_TR_NAME, *fd, 0, 0, 0, NULL, path, NULL);
+		if (flags & ALEX_O_TRUNC)
+			alex_test_record(ALEX_TR_TRUNC, *fd, 0, 0, 0, NULL, NULL, NULL);
+	}
 	return err;
 }
 
@@ -230,6 +309,8 @@ static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 		err = remember(fd, off, n);
 	if (!err)
 		err = P()->pwrite(ctx, fd, buf, n, off);
+	if (!err)
+		alex_test_record(ALEX_TR_WRITE, fd, 0, off, n, buf, NULL, NULL);
 	pthread_mutex_unlock(&T.mu);
 	return err;
 }
@@ -240,6 +321,8 @@ static int t_fdatasync(void *ctx, int fd)
 	int err = before("fdatasync", is_log(fd) ? ALEX_TEST_LOGSYNC : ALEX_TEST_CKPTSYNC);
 	if (!err)
 		err = P()->fdatasync(ctx, fd);
+	if (!err)
+		alex_test_record(ALEX_TR_SYNC, fd, 0, 0, 0, NULL, NULL, NULL);
 	if (!err) { /* durable now: forget how to undo it */
 		size_t k = 0;
 		for (size_t i = 0; i < T.n; i++) {
@@ -265,18 +348,8 @@ static int t_ftruncate(void *ctx, int fd, uint64_t size)
 		err = remember(fd, cur, 0);
 	if (!err)
 		err = P()->ftruncate(ctx, fd, size);
-	pthread_mutex_unlock(&T.mu);
-	return err;
-}
-
-static int t_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
-{
-	pthread_mutex_lock(&T.mu);
-	int err = before("fallocate", is_log(fd) ? ALEX_TEST_GROW : ALEX_TEST_NCLASS);
 	if (!err)
-		err = remember(fd, off, 0);
-	if (!err)
-		err = P()->fallocate(ctx, fd, off, len);
+		alex_test_record(ALEX_TR_TRUNC, fd, 0, size, 0, NULL, NULL, NULL);
 	pthread_mutex_unlock(&T.mu);
 	return err;
 }
@@ -284,6 +357,22 @@ static int t_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
 static int t_size(void *ctx, int fd, uint64_t *size)
 {
 	return P()->size(ctx, fd, size);
+}
+
+static int t_stat(void *ctx, int fd, struct alex_finfo *fi)
+{
+	return P()->stat(ctx, fd, fi);
+}
+
+/* Metadata that no power cut can tear: passed through, not numbered. */
+static int t_own(void *ctx, int fd, const struct alex_finfo *like)
+{
+	return P()->own(ctx, fd, like);
+}
+
+static int t_space(void *ctx, int fd, uint64_t *avail)
+{
+	return P()->space(ctx, fd, avail);
 }
 
 static int t_exists(void *ctx, const char *path, int *yes)
@@ -303,24 +392,30 @@ static int counted(const char *what)
 static int t_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	int err = counted("rename");
-	return err ? err : P()->rename(ctx, from, to, noreplace);
+	if (!err && !(err = P()->rename(ctx, from, to, noreplace)))
+		alex_test_record(ALEX_TR_RENAME, -1, 0, 0, 0, NULL, from, to);
+	return err;
 }
 
 static int t_unlink(void *ctx, const char *path)
 {
 	int err = counted("unlink");
-	return err ? err : P()->unlink(ctx, path);
+	if (!err && !(err = P()->unlink(ctx, path)))
+		alex_test_record(ALEX_TR_UNLINK, -1, 0, 0, 0, NULL, path, NULL);
+	return err;
 }
 
 static int t_sync_dir(void *ctx, const char *path)
 {
 	int err = counted("sync_dir");
-	return err ? err : P()->sync_dir(ctx, path);
+	if (!err && !(err = P()->sync_dir(ctx, path)))
+		alex_test_record(ALEX_TR_DIRSYNC, -1, 0, 0, 0, NULL, NULL, NULL);
+	return err;
 }
 
-static int t_lock(void *ctx, int fd, int mode)
+static int t_lock(void *ctx, int fd, uint64_t byte, int mode)
 {
-	return P()->lock(ctx, fd, mode);
+	return P()->lock(ctx, fd, byte, mode);
 }
 
 static const struct alex_io_ops test_ops = {
@@ -330,8 +425,10 @@ static const struct alex_io_ops test_ops = {
 	.pwrite = t_pwrite,
 	.fdatasync = t_fdatasync,
 	.ftruncate = t_ftruncate,
-	.fallocate = t_fallocate,
 	.size = t_size,
+	.stat = t_stat,
+	.own = t_own,
+	.space = t_space,
 	.exists = t_exists,
 	.rename = t_rename,
 	.unlink = t_unlink,
@@ -345,6 +442,7 @@ const struct alex_io *alex_test_io(const struct alex_test_cfg *cfg)
 {
 	pthread_mutex_lock(&T.mu);
 	T.cfg = *cfg;
+	record_open();
 	pthread_mutex_unlock(&T.mu);
 	return &test_io;
 }

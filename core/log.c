@@ -1,20 +1,26 @@
 /*
- * log.c - the log file: creation, header slots, appending records with
- * preallocation, syncing, starting a new epoch.
+ * log.c - the log file: finding or making it, header slots, appending
+ * records into preallocated space, syncing, beginning an epoch, and
+ * removing the log when the last engine leaves it empty.
  *
  * Why the order of operations is crash-safe:
- *  - A new log is built under "<log>.new" and renamed into place after its
- *    header is synced, so "<db>-alex" either does not exist or has a valid
- *    header.  The directory is synced once, then.
+ *  - The log is made only when the first record is about to be written,
+ *    under a name of its own, given the database's mode (and owner, as
+ *    root), and renamed into place; the directory is synced then.  Its
+ *    header is not synced before the rename: until a record's fdatasync
+ *    (which covers the header too) nothing in it was acknowledged, and a log
+ *    whose only header slot is unreadable holds nothing (alex_log_open).
  *  - A record is one pwrite into space written (with zeros) earlier, so the
  *    commit's fdatasync never has to change the file size or convert extents.  The in-memory map moves to
  *    the record only after the write (and, in FULL, the sync) succeeded; on
  *    failure the transaction stays in the collector and the next try rewrites
  *    the record at the same offset, with the same lsn.
- *  - A new epoch's header goes to the other slot and is synced before any
- *    record of the epoch is written, so a crash leaves either the old epoch
- *    (whose records are all still there) or the new one (whose blocks are all
- *    in the synced base files).
+ *  - A new epoch's header goes to the other slot.  For a fenced epoch
+ *    (protect.c) it need not be synced: the records of the epoch before it
+ *    are stale once the database file no longer carries that epoch's fence,
+ *    whatever the header says.  An epoch that is not fenced (a base that is
+ *    not an SQLite database) keeps the older rule: the new header is synced
+ *    before any record of the new epoch is written.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -67,21 +73,39 @@ static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 	return db->io.ops->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
 }
 
-/* Takes the log's lock: alone for tools, shared for engines (waiting out
- * a tool for up to two seconds). */
-static int lock_log(struct alex_db *db, int fd)
+/* Takes byte b of the log, waiting up to two seconds for another holder
+ * (a tool, or the last engine removing the log).  ALEX_EINUSE if it must
+ * not wait (exclusive opens) or waited in vain. */
+static int lock_wait(struct alex_db *db, int fd, uint64_t b, int mode, int wait)
 {
-	int mode = db->cfg.exclusive ? 2 : 1;
-
 	for (int tries = 0;; tries++) {
-		int err = db->io.ops->lock(db->io.ctx, fd, mode);
+		int err = db->io.ops->lock(db->io.ctx, fd, b, mode);
 		if (err != EAGAIN)
 			return err;
-		if (mode == 2 || tries == 200)
+		if (!wait || tries == 200)
 			return ALEX_EINUSE;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+int alex_log_lock_ckpt(struct alex_db *db, int on)
+{
+	if (db->log_fd < 0 || db->cfg.exclusive)
+		return 0; /* no log: nothing to checkpoint; the tool is alone */
+	return on ? lock_wait(db, db->log_fd, ALEX_LOCK_CKPT, ALEX_EXCLUSIVE, 1)
+		  : db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_CKPT, ALEX_UNLOCK);
+}
+
+/* How much a growth step may take of what is left on the file system. */
+static uint64_t step_limit(struct alex_db *db, int fd)
+{
+	uint64_t avail;
+
+	if (db->io.ops->space(db->io.ctx, fd, &avail))
+		return UINT64_MAX;
+	db->space_avail = avail;
+	return avail / 16;
 }
 
 /*
@@ -92,8 +116,8 @@ static int lock_log(struct alex_db *db, int fd)
  * place forever after (epochs reuse it), so a commit's fdatasync flushes
  * data only (WALDIO's incremental preallocation, measured ~40 % more
  * commits/s on ext4 here).  Steps double from 64 KiB up to prealloc_bytes,
- * so a small database keeps a small log.  The next commit's fdatasync
- * settles the zeros and the size once; every later one is data only.
+ * so a small database keeps a small log, and never take more than a
+ * sixteenth of the free space, so a nearly full disk is not filled by zeros.
  */
 static const uint8_t zeros[64 << 10];
 
@@ -109,17 +133,33 @@ static int grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
 	return 0;
 }
 
+static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn)
+{
+	db->hdr.version = ALEX_FORMAT_VERSION;
+	db->hdr.epoch = epoch;
+	db->hdr.start_lsn = lsn;
+	db->hdr.salt = alex_random32();
+	db->hdr.flags = ALEX_HDR_BASE;
+	db->next_lsn = lsn;
+	db->prev_crc = db->hdr.salt;
+	db->append_off = ALEX_LOG_DATA;
+	db->epoch_commits = 0;
+	db->epoch_live = 1;
+	db->epoch_started = 0;
+}
+
 /*
  * Makes the log under a name of its own and renames it into place without
- * replacing: two processes creating one database at once both get the
- * same log (the loser's EEXIST sends it to open the winner's).  replace:
- * an empty file named like the log is in the way and holds nothing.
+ * replacing: two processes creating one database at once both get the same
+ * log (the loser's EEXIST sends it to open the winner's).  replace: what is
+ * in the way holds nothing (alex_log_open said so).
  */
 static int create_log(struct alex_db *db, int replace)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	size_t n = strlen(db->log_path) + 32;
 	char *tmp = malloc(n);
+	struct alex_finfo base;
 	int fd = -1, err;
 
 	if (!tmp)
@@ -127,30 +167,33 @@ static int create_log(struct alex_db *db, int replace)
 	snprintf(tmp, n, "%s.new-%d-%08x", db->log_path, (int)getpid(), alex_random32());
 	memset(&db->hdr, 0, sizeof db->hdr);
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
-	db->hdr.epoch = 1;
-	db->hdr.start_lsn = 1;
-	db->hdr.salt = alex_random32();
-	db->hdr.flags = ALEX_HDR_BASE;
+	new_header(db, 1, 1);
 	if ((err = alex_protect_base_header(db, db->hdr.base)) ||
+	    (err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
 	    (err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
 		goto out;
-	uint64_t len = ALEX_LOG_DATA + (64u << 10);
-	if ((err = grow(db, fd, 0, len)) || (err = write_slot(db, fd, &db->hdr)) ||
-	    (err = o->fdatasync(db->io.ctx, fd)))
+	/* The database's mode (and owner) before the name exists: the log
+	 * holds its pages and is never more open than it.  No zeros yet: many
+	 * logs see one record before the last close removes them (a short
+	 * process), and the first record grows the file by what it needs. */
+	uint64_t len = ALEX_LOG_DATA;
+	if ((err = o->own(db->io.ctx, fd, &base)) || (err = write_slot(db, fd, &db->hdr)) ||
+	    (db->hdr.epoch % 2 == 0 && (err = o->ftruncate(db->io.ctx, fd, len))))
 		goto out;
-	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace))) {
-		o->unlink(db->io.ctx, tmp);
+	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
 		goto out;
-	}
 	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
 		goto out;
 	db->log_fd = fd;
 	db->alloc_end = len;
 	fd = -1;
-	err = lock_log(db, db->log_fd);
+	err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
+									    : ALEX_SHARED, 1);
 out:
-	if (fd >= 0)
+	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
+		o->unlink(db->io.ctx, tmp);
+	}
 	free(tmp);
 	return err;
 }
@@ -171,48 +214,122 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 		rc[s] = got >= s * ALEX_BLOCK + ALEX_HDR_SLOT_USED
 				? alex_loghdr_decode(buf + s * ALEX_BLOCK, &h[s])
 				: ALEX_ECORRUPT;
-	if (rc[0] && rc[1])
+	/* is the other slot damaged, or merely never written?  A damaged one
+	 * may have held the newer epoch (recover.c looks for its records) */
+	int written[2];
+	for (int s = 0; s < 2; s++) {
+		const uint8_t *p = buf + s * ALEX_BLOCK;
+		size_t have = got > (size_t)s * ALEX_BLOCK ? got - (size_t)s * ALEX_BLOCK : 0;
+		written[s] = 0;
+		for (size_t i = 0; i < have && i < ALEX_HDR_SLOT_USED; i++)
+			written[s] |= p[i] != 0;
+	}
+	if (rc[0] && rc[1]) {
+		if (!written[0] || !written[1])
+			return ALEX_ENOLOG; /* a log whose making was cut short */
 		return rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION ? ALEX_EVERSION
 									: ALEX_ECORRUPT;
+	}
 	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
 		return ALEX_ECORRUPT; /* two logs spliced together */
 	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
 	*out = h[cur];
-	/* the other slot is damaged, not merely unused: it may have held the
-	 * newer epoch (recover.c looks for that epoch's records) */
-	if (rc[!cur]) {
-		const uint8_t *other = buf + (!cur) * ALEX_BLOCK;
-		size_t have = got > (size_t)(!cur) * ALEX_BLOCK ? got - (size_t)(!cur) * ALEX_BLOCK : 0;
-		for (size_t i = 0; i < have && i < ALEX_HDR_SLOT_USED; i++)
-			db->slot_damaged |= other[i] != 0;
-	}
+	db->slot_damaged = rc[!cur] && written[!cur];
 	return 0;
+}
+
+/* The log must not be readable or writable by anyone the database keeps
+ * out: give it the database's mode (and owner), or refuse it. */
+static int check_owner(struct alex_db *db, int fd)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	struct alex_finfo base, log;
+	int err;
+
+	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
+	    (err = o->stat(db->io.ctx, fd, &log)))
+		return err;
+	if (!(log.mode & 0777 & ~base.mode) && log.uid == base.uid && log.gid == base.gid)
+		return 0;
+	/* tighten it if we may (its owner, or root, who also gives it the
+	 * database's owner); a log we cannot chown but that grants nothing
+	 * more than the database does is no leak */
+	o->own(db->io.ctx, fd, &base);
+	if ((err = o->stat(db->io.ctx, fd, &log)))
+		return err;
+	if (!(log.mode & 0777 & ~base.mode))
+		return 0;
+	db->perm_log = log.mode & 0777;
+	db->perm_base = base.mode & 0777;
+	return ALEX_EPERMS;
 }
 
 int alex_log_open(struct alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
-	int exists, err, fd;
-	uint64_t size;
+	struct alex_finfo fi;
+	int err, fd, exists;
 
-	if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
-		return err;
-	if (!exists && (err = create_log(db, 0)) != EEXIST)
-		return err; /* made it, or failed; EEXIST: another process made it first */
-	if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
-		return err;
-	db->log_fd = fd;
-	if ((err = lock_log(db, fd)) || (err = o->size(db->io.ctx, fd, &size)))
-		return err;
-	if (size == 0) {
-		/* an empty file (touch, or a copy) holds nothing to lose */
+	db->log_fd = -1;
+	db->epoch_live = 0;
+	memset(&db->hdr, 0, sizeof db->hdr);
+	for (int tries = 0; tries < 100; tries++) {
+		if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
+			return err;
+		if (!exists)
+			return 0; /* made by the first record that needs it */
+		if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
+			return err == ENOENT ? 0 : err;
+		db->log_fd = fd;
+		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
+		if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, mode, !db->cfg.exclusive)) ||
+		    (err = o->stat(db->io.ctx, fd, &fi)))
+			return err;
+		if (fi.nlink)
+			break;
+		/* removed by the last engine while we waited for its lock */
 		o->close(db->io.ctx, fd);
 		db->log_fd = -1;
-		return create_log(db, 1);
 	}
-	if ((err = alex_log_read_header(db, &db->hdr)))
+	if (db->log_fd < 0)
+		return ALEX_EINUSE;
+	if ((err = check_owner(db, db->log_fd)))
 		return err;
-	db->alloc_end = size;
+	db->alloc_end = fi.size;
+	if (fi.size == 0)
+		err = ALEX_ENOLOG; /* an empty file (touch, or a copy) holds nothing */
+	else
+		err = alex_log_read_header(db, &db->hdr);
+	if (err == ALEX_ENOLOG)
+		db->log_stub = 1; /* replaced by the first record */
+	return err == ALEX_ENOLOG ? 0 : err;
+}
+
+int alex_log_reopen(struct alex_db *db)
+{
+	if (db->log_fd >= 0)
+		db->io.ops->close(db->io.ctx, db->log_fd);
+	db->log_fd = -1;
+	db->log_stub = 0;
+	return alex_log_open(db);
+}
+
+int alex_log_changed(struct alex_db *db, int *changed)
+{
+	struct alex_finfo fi;
+	int err, exists;
+
+	*changed = 0;
+	if (db->log_fd < 0) {
+		if ((err = db->io.ops->exists(db->io.ctx, db->log_path, &exists)))
+			return err;
+		*changed = exists;
+		return 0;
+	}
+	if ((err = db->io.ops->stat(db->io.ctx, db->log_fd, &fi)))
+		return err;
+	*changed = fi.nlink == 0;
+	db->alloc_end = fi.size;
 	return 0;
 }
 
@@ -222,8 +339,13 @@ static int prealloc(struct alex_db *db, uint64_t end)
 	if (end <= db->alloc_end)
 		return 0;
 	uint64_t have = db->alloc_end - ALEX_LOG_DATA, step = have < (64u << 10) ? (64u << 10) : have;
+	if (!have)
+		return 0; /* a new log: its first record extends it (alex_log_append) */
+	uint64_t room = step_limit(db, db->log_fd);
 	if (step > db->cfg.prealloc_bytes)
 		step = db->cfg.prealloc_bytes;
+	if (step > room)
+		step = room < ALEX_BLOCK ? ALEX_BLOCK : room & ~(uint64_t)(ALEX_BLOCK - 1);
 	uint64_t want = db->alloc_end + (end - db->alloc_end + step - 1) / step * step;
 	int err = grow(db, db->log_fd, db->alloc_end, want);
 	if ((err == ENOSPC || err == EDQUOT) && want > alex_roundup_block(end)) {
@@ -239,29 +361,83 @@ static int prealloc(struct alex_db *db, uint64_t end)
 
 int alex_log_reserve(struct alex_db *db, uint32_t blocks)
 {
+	if (db->log_fd < 0 || db->log_stub || !db->epoch_live)
+		return 0; /* the log is made, or its epoch begun, by the record */
 	uint64_t rec = alex_roundup_block(ALEX_REC_FIXED +
 					  (uint64_t)blocks * (ALEX_REC_ENTRY + ALEX_BLOCK));
 	return prealloc(db, db->append_off + rec);
 }
 
+int alex_log_write_header(struct alex_db *db)
+{
+	int err = write_slot(db, db->log_fd, &db->hdr);
+
+	if (!err)
+		db->hdr_disk = db->hdr;
+	return err;
+}
+
+int alex_log_begin_epoch(struct alex_db *db, int sync)
+{
+	int err;
+
+	if (db->log_fd < 0 || db->log_stub) {
+		/* a stub (alex_log_open) is replaced; under SQLite's locks nobody
+		 * else can have made a real log there since we looked */
+		if (db->log_fd >= 0)
+			db->io.ops->close(db->io.ctx, db->log_fd);
+		db->log_fd = -1;
+		if ((err = create_log(db, db->log_stub)) == EEXIST) {
+			/* another process made it first: use theirs */
+			if ((err = alex_log_reopen(db)) || (err = alex_recover(db)))
+				return err;
+			if (db->epoch_live)
+				return 0;
+		} else {
+			db->log_stub = 0;
+			if (!err)
+				db->hdr_disk = db->hdr;
+			return err;
+		}
+	}
+	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1);
+	if ((err = alex_protect_base_header(db, db->hdr.base)) || (err = alex_log_write_header(db)))
+		goto fail;
+	if (sync && (err = alex_log_sync(db)))
+		goto fail;
+	return 0;
+fail:
+	/* we cannot know which header the disk holds */
+	db->failed = 1;
+	return err;
+}
+
 /*
- * Appends the collector as one record.  The caller has the record staged in
- * db->rec by alex_engine_stage (engine.c); here it goes to disk.
+ * Appends the staged record (db->rec, built by engine.c).  Before the first
+ * record of an epoch the header goes out too, if it changed (FENCED, the
+ * base copy): the record's fdatasync then covers both.
  */
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
 {
 	int err;
 
+	if (memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) != 0 &&
+	    (err = alex_log_write_header(db)))
+		return err;
 	if ((err = prealloc(db, db->append_off + rec_len)))
 		return err;
 	if ((err = db->io.ops->pwrite(db->io.ctx, db->log_fd, db->rec, rec_len, db->append_off)))
 		return err;
+	if (db->append_off + rec_len > db->alloc_end)
+		db->alloc_end = db->append_off + rec_len;
 	*rec_off = db->append_off;
 	return 0;
 }
 
 int alex_log_sync(struct alex_db *db)
 {
+	if (db->log_fd < 0)
+		return 0;
 	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
@@ -270,41 +446,40 @@ int alex_log_sync(struct alex_db *db)
 
 int alex_log_rewrite_header(struct alex_db *db)
 {
-	int err = write_slot(db, db->log_fd, &db->hdr);
+	int err = alex_log_write_header(db);
 
 	return err ? err : alex_log_sync(db);
 }
 
-int alex_log_new_epoch(struct alex_db *db)
+int alex_log_trim(struct alex_db *db)
 {
-	struct alex_loghdr h = db->hdr;
+	uint64_t keep = alex_roundup_block(db->append_off > ALEX_LOG_DATA ? db->append_off
+									      : ALEX_LOG_DATA + ALEX_BLOCK);
 	int err;
 
-	h.epoch++;
-	h.start_lsn = db->next_lsn;
-	h.salt = alex_random32();
-	h.flags |= ALEX_HDR_BASE;
-	if ((err = alex_protect_base_header(db, h.base)) ||
-	    (err = write_slot(db, db->log_fd, &h)) || (err = alex_log_sync(db)))
+	if (db->log_fd < 0 || db->log_stub || db->alloc_end <= keep)
+		return 0;
+	if ((err = db->io.ops->ftruncate(db->io.ctx, db->log_fd, keep)))
 		return err;
-	db->hdr = h;
-	db->append_off = ALEX_LOG_DATA;
-	db->prev_crc = h.salt;
+	db->alloc_end = keep;
 	return 0;
 }
 
-int alex_log_base_fresh(struct alex_db *db)
+int alex_log_remove(struct alex_db *db)
 {
-	uint8_t now[ALEX_BASE_HDR];
-	int err;
+	const struct alex_io_ops *o = db->io.ops;
 
-	if (db->append_off != ALEX_LOG_DATA)
+	if (db->log_fd < 0)
 		return 0;
-	if ((err = alex_protect_base_header(db, now)))
-		return err;
-	if ((db->hdr.flags & ALEX_HDR_BASE) && memcmp(now, db->hdr.base, ALEX_BASE_HDR) == 0)
-		return 0;
-	return alex_log_new_epoch(db);
+	/* only the last engine: another may be reading it, or about to append */
+	if (!db->cfg.exclusive &&
+	    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) != 0)
+		return ALEX_EINUSE;
+	int err = o->unlink(db->io.ctx, db->log_path);
+	o->close(db->io.ctx, db->log_fd);
+	db->log_fd = -1;
+	db->epoch_live = 0;
+	return err;
 }
 
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)

@@ -1,51 +1,105 @@
 /*
- * protect.c - keeping SQLite without ALEX away from a database whose newest
- * pages are still in the log.
+ * protect.c - the fence: keeping SQLite without ALEX away from a database
+ * whose newest pages are still in the log, and telling, after any crash,
+ * whether the log's records are still to be applied.
  *
- * Before the first record of an epoch is written, the base file is marked
- * and the mark is synced:
- *  - an SQLite database gets byte 19 of its header (the read version, 1 or
- *    2) set to ALEX_MARK; SQLite refuses a file whose read version is above
- *    2 ("file is not a database") rather than read it;
- *  - an empty file gets a placeholder header that is not SQLite's, so SQLite
- *    refuses it too instead of treating it as a new, empty database.
- * The same record carries block 0, so while the log is dirty the true page 1
- * comes from the log.  Should the base's block 0 be read (a crash after the
- * mark, before any commit), byte 19 is restored from byte 18, which SQLite
- * always keeps equal to it, and a placeholder reads as an empty file.  A
- * checkpoint writes block 0 back, which removes the mark.
+ * Before the first COMMIT record of an epoch is written, the base file is
+ * marked with that epoch's fence and the mark is synced (alex-log(5)):
+ *
+ *   an SQLite database (bytes 0..99 of page 1):
+ *      19      0xa1: the read version; SQLite refuses a file whose read
+ *              version is above 2 ("file is not a database")
+ *      24..27  the change counter, inverted: a program without ALEX that
+ *              still caches the file's pages sees the file changed, drops
+ *              its cache and reads page 1 again -- and is refused
+ *      72..75  "ALXF"
+ *      84..91  the fence: crc32c of the log's uuid, then the epoch (LE)
+ *   The true bytes follow from the rest: SQLite keeps byte 18 equal to 19,
+ *   the change counter equal to "version valid for" (92..95), and zeros at
+ *   72..91; only such a page 1 is marked (alex_protect_markable).
+ *   an empty file: a 100-byte placeholder, "ALEX-log-pending", with the
+ *      same "ALXF" and fence at 72 and 84; SQLite refuses it too.
+ *
+ * Bytes 72..91 are "reserved for expansion, must be zero" in SQLite's
+ * format, so the true page 1 has zeros there.
+ *
+ * The epoch's records count only while the base carries exactly its fence
+ * (the header flag ALEX_HDR_FENCED says the epoch was fenced).  A checkpoint
+ * writes every block into the base and syncs it before it takes the mark
+ * off, so a base without the fence -- unmarked, or marked for a later epoch
+ * -- holds everything the epoch committed: its records are stale.  That
+ * order is what lets a checkpoint get away with a single fdatasync, and the
+ * log be removed or its next epoch begun without one.
+ *
+ * The same record carries block 0, so while the log is live the true page
+ * 1 comes from the log.  Should the base's block 0 be read (a crash after
+ * the mark, before any commit), the true bytes are put back from the mark.
+ * Logs of format 1 marked byte 19 only (a "legacy" mark, restored from byte
+ * 18, which SQLite keeps equal to it); their epochs are not fenced.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
+#include "crc32c.h"
 #include "internal.h"
 
 static const char sqlite_magic[16] = "SQLite format 3";
 static const char placeholder[16] = "ALEX-log-pending";
+static const char fence_magic[4] = { 'A', 'L', 'X', 'F' };
 
 #define HDR 100u
+#define AT_MAGIC 72u
+#define AT_FENCE 84u
 
-/*
- * The placeholder goes into an empty file, so a crash can leave any part of
- * it: a file of at most its length whose every byte is either the
- * placeholder's or zero.  (No SQLite database is that short.)
- */
-static int is_placeholder(const uint8_t *h, size_t got, uint64_t size)
+uint64_t alex_protect_fence(const struct alex_loghdr *h)
 {
-	if (size > HDR || got != size)
-		return 0;
-	for (size_t i = 0; i < got; i++)
-		if (h[i] && (i >= 16 || h[i] != (uint8_t)placeholder[i]))
-			return 0;
-	return 1;
+	return (uint64_t)alex_crc32c(0, h->uuid, sizeof h->uuid) | (h->epoch << 32);
 }
 
-int alex_protect_apply(uint8_t *blk0, size_t len)
+static int is_sqlite(const uint8_t *h, size_t got)
 {
-	if (len < HDR || memcmp(blk0, sqlite_magic, 16) != 0 || blk0[19] > 2)
-		return 0;
-	blk0[19] = ALEX_MARK;
-	return 1;
+	return got >= HDR && memcmp(h, sqlite_magic, 16) == 0;
+}
+
+/*
+ * What mark, if any, do the base's first bytes carry?  A write over the
+ * mark may be cut at any byte by a crash, leaving old bytes after new ones:
+ * the fence area (72..91) is laid out alike in both marks and names the
+ * same epoch, so a mix still says whose it is.  A magic that is partly the
+ * placeholder's is a placeholder (the file held nothing before the epoch);
+ * an SQLite magic with the fence area is marked whatever byte 19 says (an
+ * unmark cut short).
+ */
+static void read_mark(const uint8_t *h, size_t got, uint64_t size, struct alex_mark *m)
+{
+	int fence = got >= HDR && memcmp(h + AT_MAGIC, fence_magic, 4) == 0;
+	int sq = got >= 16, ph = got >= 16, mix = got >= 16;
+
+	memset(m, 0, sizeof *m);
+	for (size_t i = 0; i < 16 && i < got; i++) {
+		sq &= h[i] == (uint8_t)sqlite_magic[i];
+		ph &= h[i] == (uint8_t)placeholder[i];
+		mix &= h[i] == (uint8_t)sqlite_magic[i] || h[i] == (uint8_t)placeholder[i];
+	}
+	if (ph || (mix && !sq && fence)) {
+		m->kind = ALEX_MARK_PLACEHOLDER;
+	} else if (sq && got >= 20 && (h[19] == ALEX_MARK || fence)) {
+		m->kind = ALEX_MARK_SQLITE;
+	} else {
+		/* A format-1 placeholder torn by a crash: a short file of
+		 * placeholder bytes and zeros (no SQLite database is that short).
+		 * Nothing was committed over it yet: it reads as empty. */
+		int torn = size <= HDR && got == size;
+		for (size_t i = 0; i < got && torn; i++)
+			torn = !h[i] || (i < 16 && h[i] == (uint8_t)placeholder[i]);
+		m->kind = torn && size ? ALEX_MARK_TORN : ALEX_MARK_NONE;
+		return;
+	}
+	if (fence) {
+		m->has_fence = 1;
+		m->fence = alex_get64(h + AT_FENCE);
+	}
 }
 
 int alex_protect_probe(struct alex_db *db, uint64_t *size)
@@ -54,24 +108,75 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 	size_t got = 0;
 	int err;
 
-	db->base_marked = 0;
+	memset(&db->mark, 0, sizeof db->mark);
 	if (db->base_fd[ALEX_FILE_DB] < 0 || *size == 0)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], h, HDR, 0, &got)))
 		return err;
-	if (is_placeholder(h, got, *size)) {
-		db->base_marked = 2;
+	read_mark(h, got, *size, &db->mark);
+	if (db->mark.kind == ALEX_MARK_PLACEHOLDER || db->mark.kind == ALEX_MARK_TORN)
 		*size = 0; /* nothing of it is database content */
-	} else if (got >= 20 && memcmp(h, sqlite_magic, 16) == 0 && h[19] == ALEX_MARK) {
-		db->base_marked = 1;
-	}
 	return 0;
 }
 
+int alex_protect_is_live(const struct alex_db *db)
+{
+	if (db->mark.kind != ALEX_MARK_SQLITE && db->mark.kind != ALEX_MARK_PLACEHOLDER)
+		return 0;
+	return !db->mark.has_fence || db->mark.fence == alex_protect_fence(&db->hdr);
+}
+
+/*
+ * Everything the mark changes can be told from what it leaves: SQLite keeps
+ * byte 18 equal to 19 and its "version valid for" number (92..95) equal to
+ * the change counter (alex_protect_markable insists), and zeros at 72..91.
+ * So a page whose mark's write -- or unmark's -- a crash cut at any byte
+ * still unmasks to the true page.
+ */
 void alex_protect_unmask(uint8_t *blk0, size_t len)
 {
-	if (len >= 20 && memcmp(blk0, sqlite_magic, 16) == 0 && blk0[19] == ALEX_MARK)
-		blk0[19] = blk0[18];
+	int fence = len >= HDR && memcmp(blk0 + AT_MAGIC, fence_magic, 4) == 0;
+
+	if (len < 20 || memcmp(blk0, sqlite_magic, 16) != 0 || (blk0[19] != ALEX_MARK && !fence))
+		return;
+	blk0[19] = blk0[18];
+	if (len < HDR)
+		return;
+	for (int i = 0; i < 4; i++)
+		if ((uint8_t)(blk0[24 + i] ^ blk0[92 + i]) == 0xff)
+			blk0[24 + i] = blk0[92 + i];
+	memset(blk0 + AT_MAGIC, 0, HDR - AT_MAGIC - 8);
+}
+
+/* The mark of the current epoch over a true page 1 (in place). */
+static void apply(const struct alex_db *db, uint8_t *h)
+{
+	for (int i = 0; i < 4; i++)
+		h[24 + i] = (uint8_t)~h[24 + i];
+	h[19] = ALEX_MARK;
+	memcpy(h + AT_MAGIC, fence_magic, 4);
+	alex_put64(h + AT_FENCE, alex_protect_fence(&db->hdr));
+}
+
+int alex_protect_markable(const uint8_t *h, size_t len)
+{
+	/* and the change counter equal to "version valid for" (92..95), as
+	 * every SQLite since 3.7.0 keeps it: unmask relies on it when a crash
+	 * cut the mark's own write short */
+	if (!is_sqlite(h, len) || h[19] > 2 || h[18] != h[19] || memcmp(h + 24, h + 92, 4) != 0)
+		return 0;
+	for (unsigned i = AT_MAGIC; i < HDR - 8; i++)
+		if (h[i])
+			return 0; /* not zero where SQLite keeps zeros: leave it be */
+	return 1;
+}
+
+int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len)
+{
+	if (!db->cfg.protect_base || !alex_protect_markable(blk0, len))
+		return 0;
+	apply(db, blk0);
+	return 1;
 }
 
 int alex_protect_mark(struct alex_db *db)
@@ -82,37 +187,62 @@ int alex_protect_mark(struct alex_db *db)
 	size_t got = 0;
 	uint64_t phys;
 
-	if (!db->cfg.protect_base || db->base_marked || fd < 0)
+	if (!db->cfg.protect_base || fd < 0)
 		return 0;
 	if ((err = o->size(db->io.ctx, fd, &phys)))
 		return err;
-	if (phys == 0 && db->climit[ALEX_FILE_DB] == 0) {
+	if (db->climit[ALEX_FILE_DB] == 0) {
+		/* empty (or only a placeholder, or torn bytes of one) */
 		memset(h, 0, HDR);
 		memcpy(h, placeholder, 16);
+		memcpy(h + AT_MAGIC, fence_magic, 4);
+		alex_put64(h + AT_FENCE, alex_protect_fence(&db->hdr));
 		if ((err = o->pwrite(db->io.ctx, fd, h, HDR, 0)))
 			return err;
-		db->base_marked = 2;
+		db->mark.kind = ALEX_MARK_PLACEHOLDER;
 	} else {
 		if ((err = o->pread(db->io.ctx, fd, h, HDR, 0, &got)))
 			return err;
-		if (got < HDR || memcmp(h, sqlite_magic, 16) != 0 || db->climit[ALEX_FILE_DB] < HDR ||
-		    h[19] > 2)
+		alex_protect_unmask(h, got);
+		if (db->climit[ALEX_FILE_DB] < HDR || !alex_protect_markable(h, got))
 			return 0; /* not an SQLite database: nothing to protect */
-		uint8_t mark = ALEX_MARK;
-		if ((err = o->pwrite(db->io.ctx, fd, &mark, 1, 19)))
+		apply(db, h);
+		/* one write inside the first sector: all of the mark or none */
+		if ((err = o->pwrite(db->io.ctx, fd, h + 19, AT_FENCE + 8 - 19, 19)))
 			return err;
-		db->base_marked = 1;
+		db->mark.kind = ALEX_MARK_SQLITE;
 	}
-	if ((err = o->fdatasync(db->io.ctx, fd))) {
-		/* the mark may or may not be there: both are safe to read */
-		return err;
-	}
-	return 0;
+	db->mark.has_fence = 1;
+	db->mark.fence = alex_protect_fence(&db->hdr);
+	/* If this fails the mark may or may not be there; either is safe to
+	 * read, and no record has been written under it. */
+	return o->fdatasync(db->io.ctx, fd);
+}
+
+int alex_protect_clear(struct alex_db *db, const uint8_t *blk0, uint64_t size)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int fd = db->base_fd[ALEX_FILE_DB], err = 0;
+
+	if (fd < 0 || db->mark.kind == ALEX_MARK_NONE)
+		return 0;
+	/* Byte 19 last: until it is written the page still reads as marked,
+	 * and every state a crash can leave of the first write -- cut at any
+	 * byte -- unmasks to the true page (unmask above). */
+	size_t n = size < HDR ? (size_t)size : HDR;
+	if (n > 20 && blk0)
+		err = o->pwrite(db->io.ctx, fd, blk0 + 20, n - 20, 20);
+	if (!err && n && blk0)
+		err = o->pwrite(db->io.ctx, fd, blk0, n < 20 ? n : 20, 0);
+	if (!err)
+		memset(&db->mark, 0, sizeof db->mark);
+	return err;
 }
 
 int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR])
 {
 	int fd = db->base_fd[ALEX_FILE_DB], err;
+	struct alex_mark m;
 	uint64_t size = 0;
 	size_t got = 0;
 
@@ -122,20 +252,22 @@ int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR])
 	if ((err = db->io.ops->size(db->io.ctx, fd, &size)) ||
 	    (size && (err = db->io.ops->pread(db->io.ctx, fd, out, ALEX_BASE_HDR, 0, &got))))
 		return err;
-	if (is_placeholder(out, got, size))
+	read_mark(out, got, size, &m);
+	if (m.kind == ALEX_MARK_PLACEHOLDER || m.kind == ALEX_MARK_TORN)
 		memset(out, 0, ALEX_BASE_HDR);
 	alex_protect_unmask(out, got);
 	return 0;
 }
 
 /*
- * A log copied beside another database, or a database file replaced while
- * its log held pages, would otherwise be replayed over a file it does not
- * belong to.  The base may be as the epoch began (the header's copy) or,
- * after a checkpoint cut short, partly as the log describes it: its newest
- * block 0, or -- if the epoch truncated block 0 away -- the base's own
- * bytes below the logical size and zeros from there.  Byte by byte, so a
- * write of block 0 torn inside the header is accepted too.
+ * An epoch that is not fenced (a format-1 log, or a base that is not an
+ * SQLite database): a log copied beside another database, or a database
+ * file replaced while its log held pages, would otherwise be replayed over
+ * a file it does not belong to.  The base may be as the epoch began (the
+ * header's copy) or, after a checkpoint cut short, partly as the log
+ * describes it: its newest block 0, or -- if the epoch truncated block 0
+ * away -- the base's own bytes below the logical size and zeros from there.
+ * Byte by byte, so a write of block 0 torn inside the header is accepted.
  */
 int alex_protect_check_base(struct alex_db *db)
 {
@@ -143,7 +275,8 @@ int alex_protect_check_base(struct alex_db *db)
 	const struct alex_loc *l;
 	int err;
 
-	if (!(db->hdr.flags & ALEX_HDR_BASE) || !db->epoch_commits)
+	if (!(db->hdr.flags & ALEX_HDR_BASE) || (db->hdr.flags & ALEX_HDR_FENCED) ||
+	    !db->epoch_commits)
 		return 0;
 	if ((err = alex_protect_base_header(db, now)))
 		return err;
@@ -163,8 +296,23 @@ int alex_protect_check_base(struct alex_db *db)
 		for (unsigned i = 0; i < ALEX_BASE_HDR; i++)
 			blk[i] = i < end ? now[i] : 0;
 	}
+	/* and the placeholder an empty base got, which a write of block 0
+	 * over it may have left parts of */
+	uint8_t ph[ALEX_BASE_HDR];
+	memset(ph, 0, sizeof ph);
+	memcpy(ph, placeholder, 16);
+	memcpy(ph + AT_MAGIC, fence_magic, 4);
+	alex_put64(ph + AT_FENCE, alex_protect_fence(&db->hdr));
+	uint8_t raw[ALEX_BASE_HDR];
+	size_t got = 0;
+	memset(raw, 0, sizeof raw);
+	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], raw, sizeof raw, 0,
+				     &got))) {
+		free(blk);
+		return err;
+	}
 	for (unsigned i = 0; i < ALEX_BASE_HDR && !err; i++)
-		if (now[i] != db->hdr.base[i] && now[i] != blk[i])
+		if (now[i] != db->hdr.base[i] && now[i] != blk[i] && raw[i] != ph[i])
 			err = ALEX_EFOREIGN;
 	free(blk);
 	return err;

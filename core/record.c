@@ -11,7 +11,7 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 {
 	memset(out, 0, ALEX_HDR_SLOT_USED);
 	memcpy(out, ALEX_LOG_MAGIC, 8);
-	alex_put32(out + 8, ALEX_FORMAT_VERSION);
+	alex_put32(out + 8, h->version ? h->version : ALEX_FORMAT_VERSION);
 	alex_put32(out + 12, ALEX_BLOCK);
 	memcpy(out + 16, h->uuid, 16);
 	alex_put64(out + 32, h->epoch);
@@ -29,15 +29,19 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 		return ALEX_ECORRUPT;
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
-	if (alex_get32(in + 8) != ALEX_FORMAT_VERSION)
+	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
+	if (version != ALEX_FORMAT_VERSION && version != ALEX_FORMAT_V1)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
+	if (flags & ~(version == ALEX_FORMAT_V1 ? ALEX_HDR_BASE : ALEX_HDR_BASE | ALEX_HDR_FENCED))
+		return ALEX_ECORRUPT;
+	h->version = version;
 	memcpy(h->uuid, in + 16, 16);
 	h->epoch = alex_get64(in + 32);
 	h->start_lsn = alex_get64(in + 40);
 	h->salt = alex_get32(in + 48);
-	h->flags = alex_get32(in + 52);
+	h->flags = flags;
 	memset(h->base, 0, ALEX_BASE_HDR);
 	if (h->flags & ALEX_HDR_BASE) {
 		if (alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR))

@@ -8,6 +8,10 @@
  * goes right after the last COMMIT record, overwriting any uncommitted tail:
  * its chain (lsn, prev_crc, a fresh nonce) can never be continued by the
  * bytes left behind.
+ *
+ * A fenced epoch is read only while the database file carries its fence
+ * (protect.c); without it, everything the epoch committed is in the file
+ * already, and the next record begins a new epoch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,9 +124,13 @@ static int adopt_next_epoch(alex_db *db)
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = salt;
+	db->hdr.version = ALEX_FORMAT_VERSION;
 	/* the lost slot's copy of the base is unknown: unchecked this time,
-	 * and the rewritten slot records the base as it is now */
-	db->hdr.flags &= ~ALEX_HDR_BASE;
+	 * and the rewritten slot records the base as it is now.  It was fenced
+	 * if the base carries this epoch's fence. */
+	db->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
+	if (db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr))
+		db->hdr.flags |= ALEX_HDR_FENCED;
 	db->st.header_repaired = 1;
 	return alex_protect_base_header(db, db->hdr.base);
 }
@@ -237,13 +245,37 @@ int alex_recover(alex_db *db)
 
 	db->append_off = ALEX_LOG_DATA;
 	db->txn = 1;
+	db->epoch_commits = 0;
+	db->epoch_live = 0;
+	db->epoch_started = 0;
+	alex_map_clear(&db->map);
 	if ((err = reserve(db, 4 * ALEX_BLOCK)))
 		return err;
+	if (db->log_fd < 0 || db->log_stub)
+		return 0; /* no log, or one that holds nothing */
+	db->hdr_disk = db->hdr;
 	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK &&
 	    (err = adopt_next_epoch(db)))
 		return err;
 	db->next_lsn = db->hdr.start_lsn;
 	db->prev_crc = db->hdr.salt;
+	/* A base fenced by another log: the log beside it is not the one that
+	 * holds its newest pages (copied from elsewhere, or put in place of
+	 * its own).  Nothing can be replayed, and nothing may be overwritten. */
+	if ((db->hdr.flags & ALEX_HDR_FENCED) && db->mark.has_fence &&
+	    (uint32_t)db->mark.fence != (uint32_t)alex_protect_fence(&db->hdr))
+		return ALEX_EFOREIGN;
+	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
+		/* checkpointed (or superseded) before a crash that kept its
+		 * records: nothing of it is newer than the database file */
+		db->st.stop_offset = ALEX_LOG_DATA;
+		db->st.stop_reason = ALEX_STOP_END;
+		db->st.epoch_applied = 1;
+		return 0;
+	}
+	db->epoch_live = 1;
+	/* its records may follow once the base carries its fence */
+	db->epoch_started = db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr);
 	if ((err = scan(db, &db->st.recovered_commits, &db->st.stop_offset, &db->st.stop_reason,
 			&uncommitted)))
 		return err;

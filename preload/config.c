@@ -109,7 +109,8 @@ static int patterns(void)
  * could roll files back or exit the program, whatever the environment says.
  * ALEX_TEST_POWERCUT=K[:lose|tear|keep[:SEED]] cuts the power at the Kth
  * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc] fails
- * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event.
+ * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event,
+ * ALEX_TEST_RECORD=FILE gets every change to the database's files.
  */
 /* Copies v into buf and splits it at its first two ':' into *second and
  * *third (NULL when absent).  0 if v does not fit: cut short, a long value
@@ -180,6 +181,13 @@ static void test_settings(void)
 		else
 			strcpy(t->report, v);
 	}
+	if ((v = getenv("ALEX_TEST_RECORD"))) {
+		if (!*v || strlen(v) >= sizeof t->record)
+			bad("ALEX_TEST_RECORD", v, "a file path");
+		else
+			strcpy(t->record, v);
+		alex_cfg.test = 1;
+	}
 }
 #endif
 
@@ -227,6 +235,11 @@ int alex_config_load(void)
 	x = (unsigned long long)e->checkpoint_on_close;
 	if (!number("ALEX_CHECKPOINT_ON_CLOSE", 0, 1, &x))
 		e->checkpoint_on_close = (int)x;
+	/* nothing beside the database at rest, unless the user keeps the log
+	 * for many short-lived processes (man/libalex.7) */
+	x = 0;
+	if (!number("ALEX_KEEP_LOG", 0, 1, &x))
+		e->remove_log = !x;
 	patterns();
 	const char *s = getenv("ALEX_STATS");
 	alex_cfg.stats_path[0] = 0;

@@ -63,6 +63,8 @@ struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role)
 void alex_ofd_put(struct ofd *o)
 {
 	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		if (o->role == ROLE_WAL)
+			alex_pdb_wal_closed(o->db);
 		alex_pdb_put(o->db);
 		free(o);
 	}

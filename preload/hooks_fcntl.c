@@ -65,55 +65,19 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	return -1;
 }
 
-/* In a -shm file: the lock bytes of WAL mode (wal.c), from byte 120. */
-#define SHM_CKPT_LOCK 121   /* a checkpoint writes the database */
-#define SHM_READ_FIRST 123  /* read marks 0..4: a read transaction starts */
-#define SHM_READ_LAST 127
-
-static int covers(const struct flock *l, long lo, long hi)
-{
-	return l->l_start <= hi && (l->l_len == 0 || l->l_start + l->l_len > lo);
-}
-
-/* SQLite starting a WAL read transaction or a checkpoint. */
-static int shm_begins(int cmd, const struct flock *l)
-{
-	if (!sets_lock(cmd, l))
-		return 0;
-	if (l->l_type == F_RDLCK && covers(l, SHM_READ_FIRST, SHM_READ_LAST))
-		return 1;
-	return l->l_type == F_WRLCK && covers(l, SHM_CKPT_LOCK, SHM_CKPT_LOCK);
-}
-
 static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
 	struct ofd *o = alex_fd_get(fd);
+	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
+	int served = o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
 
-	if (o && o->role == ROLE_SHM) {
-		/* a checkpoint ends with the release of its lock: with
-		 * synchronous=OFF there is no sync of the database to mark it,
-		 * and the WAL may be restarted over the pages right after */
-		const struct flock *l = arg;
-		if (sets_lock(cmd, l) && l->l_type == F_UNLCK &&
-		    covers(l, SHM_CKPT_LOCK, SHM_CKPT_LOCK) && alex_pdb_commit(o->db) != 0)
-			return -1;
-		int r = real(fd, cmd, arg);
-		if (r == 0 && shm_begins(cmd, arg)) {
-			int saved = errno;
-			if (refresh(o, fd, cmd, arg, real))
-				return -1;
-			errno = saved;
-		}
-		return r;
-	}
-
-	if (o && o->role == ROLE_DB && releases_reserved(cmd, arg)) {
+	if (served && releases_reserved(cmd, arg)) {
 		ALEX_COUNT(reserved_releases, 1);
 		if (alex_commit_fd(fd) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	}
 	int r = real(fd, cmd, arg);
-	if (r == 0 && o && o->role == ROLE_DB && takes_shared(cmd, arg)) {
+	if (r == 0 && served && takes_shared(cmd, arg)) {
 		int saved = errno;
 		if (refresh(o, fd, cmd, arg, real))
 			return -1;

@@ -10,14 +10,21 @@
 
 #include "hooks.h"
 #include "real.h"
+#include "record.h"
 #include "state.h"
 #include "stats.h"
 
-/* the engine for o, or NULL when o is not a database served by it */
+/* o, when it is a database the engine serves now (not in WAL mode) */
+static inline int served(const struct ofd *o)
+{
+	return o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
+}
+
+/* the description of fd if the engine serves it, else NULL */
 static inline struct ofd *dbo(int fd)
 {
 	struct ofd *o = alex_fd_get(fd);
-	return o && o->role == ROLE_DB ? o : NULL;
+	return served(o) ? o : NULL;
 }
 
 static ssize_t ret(int rc, ssize_t n)
@@ -38,8 +45,6 @@ static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
 		return -1;
 	}
 	pthread_mutex_lock(&o->db->mu);
-	if (o->db->shm_fd >= 0)
-		alex_pdb_wal_check(o->db); /* WAL mode: others' checkpoints */
 	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
 	pthread_mutex_unlock(&o->db->mu);
 	ALEX_COUNT(reads, 1);
@@ -60,15 +65,6 @@ static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 		off = (int64_t)size;
 	}
 	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
-	/* WAL mode: only a checkpoint writes the database, and it tells readers
-	 * which pages it copied (nBackfill in -shm) with a store to shared
-	 * memory, no system call, before the lock release or sync that would
-	 * commit here.  A reader starting in between reads those pages from
-	 * the database: each must already be in the log, visible.  Durable it
-	 * need not be yet -- the WAL keeps the frames until the database is
-	 * synced, and that sync syncs the log. */
-	if (!rc && o->db->shm_fd >= 0)
-		rc = alex_publish(o->db->eng);
 	pthread_mutex_unlock(&o->db->mu);
 	ALEX_COUNT(writes, 1);
 	ALEX_COUNT(write_bytes, n);
@@ -113,9 +109,11 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 			 ssize_t (*real)(int, const void *, size_t, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (o && o->role == ROLE_DB)
+	if (served(o))
 		return db_pwrite(o, buf, n, off);
 	ssize_t r = real(fd, buf, n, off);
+	if (r > 0)
+		ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
 	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
 		return journal_done(o, r);
 	return r;
@@ -299,7 +297,7 @@ static int sync_common(int fd, int (*real)(int))
 {
 	struct ofd *o = alex_fd_get(fd);
 
-	if (o && o->role == ROLE_DB) {
+	if (served(o)) {
 		ALEX_COUNT(syncs_requested, 1);
 		return db_commit(o);
 	}
@@ -312,7 +310,10 @@ static int sync_common(int fd, int (*real)(int))
 		ALEX_COUNT(dir_syncs_elided, 1);
 		return 0; /* SQLite's directory sync for a journal that lives in memory */
 	}
-	return real(fd);
+	int r = real(fd);
+	if (r == 0)
+		ALEX_REC(ALEX_TR_SYNC, o, fd, 0, 0, NULL, NULL);
+	return r;
 }
 
 ALEX_EXPORT int fsync(int fd)
@@ -325,9 +326,10 @@ ALEX_EXPORT int fdatasync(int fd)
 }
 ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
-	/* the base file is not where a tracked file's data goes */
+	/* the base file is not where a served database's data goes; an
+	 * in-memory journal has no pages to write */
 	struct ofd *o = alex_fd_get(fd);
-	if (o && o->role != ROLE_SHM)
+	if (served(o) || (o && o->role == ROLE_JOURNAL))
 		return 0;
 	return REAL(sync_file_range)(fd, off, n, flags);
 }
@@ -355,9 +357,11 @@ int alex_truncate_db(struct pdb *db, int64_t size)
 static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (o && o->role == ROLE_DB)
+	if (served(o))
 		return db_truncate(o, size);
 	int r = real(fd, size);
+	if (r == 0)
+		ALEX_REC(ALEX_TR_TRUNC, o, fd, (uint64_t)size, 0, NULL, NULL);
 	if (o && o->role == ROLE_JOURNAL && size == 0)
 		return (int)journal_done(o, r);
 	return r;
@@ -433,6 +437,7 @@ ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
 	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
+		ALEX_COUNT(mmaps_refused, 1);
 		errno = ENODEV;
 		return MAP_FAILED;
 	}

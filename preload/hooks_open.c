@@ -7,7 +7,8 @@
  * journal is only needed for SQLite's in-process rollback, and its writes
  * and syncs need not reach the disk.  One that does exist on disk was left by
  * a crash of a program without ALEX: it is passed through so that SQLite
- * rolls it back.  WAL and -shm files are passed through.
+ * rolls it back.  WAL and -shm files are passed through; while the WAL is
+ * open the database file is too (pdb.c: WAL mode).
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include "config.h"
 #include "hooks.h"
 #include "real.h"
+#include "record.h"
 #include "state.h"
 #include "stats.h"
 
@@ -192,35 +194,42 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
 }
 
 /*
- * SQLite's -shm file is used as it is (mapped, locked); only its locks are
- * watched: in WAL mode a read transaction starts with a read-mark lock
- * there, and pages another process checkpointed into the database must be
- * picked up from the log first (hooks_fcntl.c).
+ * SQLite's -wal: passed through, but while it is open the database is in
+ * WAL mode and its file SQLite's own (pdb.c: alex_pdb_wal_open says why,
+ * and refuses the WAL while the log cannot be emptied).
  */
-static int open_shm(enum open_kind k, int dirfd, const char *path, const char *dbpath,
+static int open_wal(enum open_kind k, int dirfd, const char *path, const char *dbpath,
 		    int flags, mode_t mode)
 {
 	char dabs[PATH_MAX];
-	int fd = pass(k, dirfd, path, flags, mode), saved = errno;
+	struct pdb *db;
+	int err;
 
-	if (fd < 0)
-		return fd;
-	if (alex_fd_get(fd))
-		alex_ofd_put(alex_fd_take(fd));
-	struct pdb *db = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) ? NULL
-									  : alex_pdb_find(dabs);
-	if (db) {
-		pthread_mutex_lock(&db->mu);
-		if (db->shm_fd < 0) /* closed at the last close of the database */
-			db->shm_fd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
-		pthread_mutex_unlock(&db->mu);
-		struct ofd *o = alex_ofd_new(db, ROLE_SHM);
-		if (!o)
-			alex_pdb_put(db);
-		else if (alex_fd_set(fd, o))
-			free(o), alex_pdb_put(db);
+	if (alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) || !(db = alex_pdb_find(dabs)))
+		return pass(k, dirfd, path, flags, mode); /* its database is not ours */
+	if ((err = alex_pdb_wal_open(db))) {
+		alex_pdb_put(db);
+		return fail(err);
 	}
-	errno = saved;
+	int fd = pass(k, dirfd, path, flags, mode);
+	if (fd < 0) {
+		err = errno;
+		alex_pdb_wal_closed(db);
+		alex_pdb_put(db);
+		return fail(err);
+	}
+	/* counted already: the description takes over that count */
+	struct ofd *o = alex_ofd_new(db, ROLE_WAL);
+	if (!o || alex_fd_set(fd, o)) {
+		free(o);
+		alex_pdb_wal_closed(db);
+		alex_pdb_put(db);
+		REAL(close)(fd);
+		return fail(ENOMEM);
+	}
+	ALEX_REC(ALEX_TR_NAME, o, fd, 0, 0, NULL, path);
+	if (flags & O_TRUNC)
+		ALEX_REC(ALEX_TR_TRUNC, o, fd, 0, 0, NULL, NULL);
 	return fd;
 }
 
@@ -275,8 +284,12 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 
 	if (alex_active() && path)
 		role = alex_match(path, dbpath, sizeof dbpath);
-	if (role == ROLE_SHM && !alex_cfg.bad && !alex_vfork_child())
-		return open_shm(k, dirfd, path, dbpath, flags, mode);
+	if (role == ROLE_WAL && !alex_cfg.bad && !alex_vfork_child()) {
+		int saved = errno, fd = open_wal(k, dirfd, path, dbpath, flags, mode);
+		if (fd >= 0)
+			errno = saved;
+		return fd;
+	}
 	if (role == ROLE_NONE || role == ROLE_WAL || role == ROLE_SHM) {
 		if ((flags & O_CREAT) && __atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE))
 			alex_pdb_cancel_dirsync(); /* a real file appears: its dirsync counts */

@@ -11,6 +11,7 @@
 
 #include "hooks.h"
 #include "real.h"
+#include "record.h"
 #include "state.h"
 
 int alex_truncate_db(struct pdb *db, int64_t size);
@@ -70,6 +71,13 @@ static void drop_log(int dirfd, const char *path)
 	errno = saved;
 }
 
+/* A file of SQLite's own that the test build records (record.h). */
+static void recorded_unlink(const char *path)
+{
+	if (alex_active() && path && alex_match(path, NULL, 0) == ROLE_WAL)
+		ALEX_REC_PATH(ALEX_TR_UNLINK, path, NULL);
+}
+
 ALEX_EXPORT int unlink(const char *path)
 {
 	struct pdb *db = mem_journal(AT_FDCWD, path);
@@ -78,6 +86,8 @@ ALEX_EXPORT int unlink(const char *path)
 	int r = REAL(unlink)(path);
 	if (r == 0 && is_db_path(path))
 		drop_log(AT_FDCWD, path);
+	if (r == 0)
+		recorded_unlink(path);
 	return r;
 }
 
@@ -89,6 +99,8 @@ ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	int r = REAL(unlinkat)(dirfd, path, flags);
 	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
 		drop_log(dirfd, path);
+	if (r == 0 && !(flags & AT_REMOVEDIR))
+		recorded_unlink(path);
 	return r;
 }
 
@@ -162,7 +174,8 @@ static int do_truncate(const char *path, int64_t size, int (*real)(const char *,
 	if (is_db_path(path)) {
 		char abs[PATH_MAX];
 		if (alex_abs_path(AT_FDCWD, path, abs, sizeof abs) == 0 && (db = alex_pdb_find(abs))) {
-			int r = alex_truncate_db(db, size);
+			/* in WAL mode the file is SQLite's own */
+			int r = alex_pdb_direct(db) ? real(path, size) : alex_truncate_db(db, size);
 			int saved = errno;
 			alex_pdb_put(db);
 			errno = saved;

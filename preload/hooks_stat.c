@@ -18,6 +18,8 @@ static void set_size(struct stat64 *st, struct pdb *db)
 {
 	uint64_t size;
 
+	if (alex_pdb_direct(db))
+		return; /* WAL mode: the file is SQLite's own, its size too */
 	pthread_mutex_lock(&db->mu);
 	alex_size(db->eng, ALEX_FILE_DB, &size);
 	pthread_mutex_unlock(&db->mu);

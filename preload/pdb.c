@@ -150,7 +150,6 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;
 	p->jmem = -1;
-	p->shm_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
 #ifdef ALEX_TESTING
@@ -159,12 +158,35 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	const struct alex_io *io = NULL;
 #endif
 	int rc = alex_open(canon, &alex_cfg.engine, io, &p->eng);
+	/* SQLite retries a failed open (read-only next): say it once */
+	static dev_t last_dev;
+	static ino_t last_ino;
+	static int last_rc;
+	int quiet = rc && rc == last_rc && st.st_dev == last_dev && st.st_ino == last_ino;
 	if (rc) {
+		last_rc = rc;
+		last_dev = st.st_dev;
+		last_ino = st.st_ino;
+	}
+	if (quiet) {
+		/* said already */
+	} else if (rc == ALEX_EPERMS) {
+		struct stat ls, ds;
+		char log[PATH_MAX + 8];
+		snprintf(log, sizeof log, "%s-alex", canon);
+		unsigned lm = REAL(stat)(log, &ls) ? 0 : ls.st_mode & 0777;
+		unsigned dm = REAL(stat)(canon, &ds) ? 0 : ds.st_mode & 0777;
+		alex_log(ALEX_LOG_ERROR, "%s: mode %04o lets in users the database (%04o) keeps out, "
+			 "and ALEX may not narrow it; the database stays closed until: chmod %04o %s",
+			 log, lm, dm, dm, log);
+	} else if (rc) {
 		/* a problem of the log names the log, with what to do about it */
 		int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;
 		alex_log(ALEX_LOG_ERROR, "%s%s: %s%s%s", canon, logs ? "-alex" : "",
 			 alex_strerror(rc), logs ? "; the database stays closed until: alex recover " : "",
 			 logs ? canon : "");
+	}
+	if (rc) {
 		err = alex_errno_of(rc);
 		free(p->path);
 		free(p);
@@ -300,10 +322,6 @@ void alex_pdb_put(struct pdb *p)
 		alex_log(ALEX_LOG_WARN, "%s: close: %s", p->path, alex_strerror(rc));
 	if (p->jmem >= 0)
 		REAL(close)(p->jmem);
-	if (p->shm)
-		munmap((void *)p->shm, 4096);
-	if (p->shm_fd >= 0) /* SQLite's own -shm descriptors are closed by now */
-		REAL(close)(p->shm_fd);
 	pthread_mutex_unlock(&life);
 	pthread_mutex_destroy(&p->mu);
 	free(p->path);
@@ -315,11 +333,6 @@ int alex_pdb_commit(struct pdb *db)
 	int saved = errno;
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_commit(db->eng);
-	/* FULL: a sync of the database also makes what alex_publish left
-	 * unsynced durable (a WAL checkpoint's pages, before SQLite resets
-	 * the WAL that still holds them) */
-	if (!rc && alex_cfg.engine.sync == ALEX_SYNC_FULL)
-		rc = alex_sync(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	if (rc) {
 		errno = alex_errno_of(rc);
@@ -330,40 +343,47 @@ int alex_pdb_commit(struct pdb *db)
 }
 
 /*
- * WAL mode: SQLite may start a read transaction without a lock call of its
- * own (another connection in this process holds the same read mark), and
- * then read pages another process checkpointed into the database.  The
- * wal-index in -shm says when that happened: its checkpoint count of
- * backfilled frames (offset 96) and the WAL salt (offset 32), which changes
- * when the WAL restarts.  A change means: catch up with the log.  Reading
- * it is a few loads from a shared mapping, no system call.
+ * WAL mode keeps ALEX's log out of the way (docs/PRELOAD.md): SQLite
+ * writes the database file itself, in its WAL checkpoints, and a program
+ * without ALEX -- Litestream, a plain sqlite3 -- reads it through the WAL,
+ * where no mark could stop it.  So before SQLite may use the WAL, the log
+ * must hold nothing the database file lacks.  journal_mode=WAL already
+ * checkpointed it (core: a commit that enters WAL mode); this catches what
+ * a crash or a failed checkpoint left, and refuses the WAL if it cannot.
+ * SQLite holds SHARED here, so no rollback-mode commit can land meanwhile;
+ * the log's checkpoint lock keeps out other processes doing the same.
  */
-void alex_pdb_wal_check(struct pdb *db)
+int alex_pdb_wal_open(struct pdb *db)
 {
-	int saved = errno;
-	if (!db->shm) {
-		struct stat st;
-		if (REAL(fstat)(db->shm_fd, &st) == 0 && st.st_size >= 4096) {
-			void *m = REAL(mmap)(NULL, 4096, PROT_READ, MAP_SHARED, db->shm_fd, 0);
-			if (m != MAP_FAILED)
-				db->shm = m;
-		}
+	int rc = 0;
+
+	pthread_mutex_lock(&db->mu);
+	rc = alex_refresh(db->eng);
+	if (!rc && alex_holds_pages(db->eng))
+		rc = alex_checkpoint(db->eng);
+	if (!rc && alex_holds_pages(db->eng))
+		rc = ALEX_EBUSY;
+	if (!rc)
+		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		alex_log(ALEX_LOG_ERROR, "%s: the log still holds pages and could not be checkpointed "
+			 "(%s); the WAL stays closed until: alex checkpoint %s", db->path,
+			 alex_strerror(rc), db->path);
+	return rc ? alex_errno_of(rc) : 0;
+}
+
+/* Leaving WAL mode (or closing): the engine serves the file again, and
+ * must first see it as SQLite and other processes left it. */
+void alex_pdb_wal_closed(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
+		int rc = alex_refresh(db->eng);
+		if (rc)
+			alex_log(ALEX_LOG_ERROR, "%s: leaving WAL mode: %s", db->path, alex_strerror(rc));
 	}
-	if (db->shm) {
-		uint32_t backfill, salt0, salt1;
-		memcpy(&backfill, (const void *)(db->shm + 96), 4);
-		memcpy(&salt0, (const void *)(db->shm + 32), 4);
-		memcpy(&salt1, (const void *)(db->shm + 36), 4);
-		uint64_t sig = ((uint64_t)backfill << 32) ^ salt0 ^ ((uint64_t)salt1 << 16);
-		if (sig != db->shm_sig) {
-			db->shm_sig = sig;
-			int rc = alex_refresh(db->eng);
-			if (rc)
-				alex_log(ALEX_LOG_ERROR, "%s: reading other processes' commits: %s",
-					 db->path, alex_strerror(rc));
-		}
-	}
-	errno = saved;
+	pthread_mutex_unlock(&db->mu);
 }
 
 int alex_pdb_take_dirsync(int fd)

@@ -30,17 +30,25 @@ struct pdb {
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
-	int shm_fd;          /* our copy of SQLite's -shm descriptor (WAL), or -1 */
-	const volatile uint8_t *shm; /* its first 4 KiB, mapped once it exists */
-	uint64_t shm_sig;    /* checkpoint state last seen in it */
+	int wal_ofds;        /* SQLite's open -wal descriptions (atomic): while
+				there are any the database is in WAL mode, the
+				log holds nothing, and the file is SQLite's own */
 	struct pdb *next;
 };
 
+/* WAL mode: the database file is written and read by SQLite directly
+ * (docs/PRELOAD.md); every call on it passes through. */
+static inline int alex_pdb_direct(const struct pdb *db)
+{
+	return __atomic_load_n(&db->wal_ofds, __ATOMIC_ACQUIRE) > 0;
+}
+
 struct ofd {
 	struct pdb *db;
-	enum alex_role role; /* ROLE_DB: served by the engine; ROLE_JOURNAL: a
-				memfd, only its syncs are ours; ROLE_SHM:
-				passed through, its WAL locks watched */
+	enum alex_role role; /* ROLE_DB: served by the engine (unless direct);
+				ROLE_JOURNAL: a memfd, only its syncs are ours;
+				ROLE_WAL: SQLite's -wal, passed through and
+				counted in db->wal_ofds */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
 	int append;
 	int refs;            /* descriptors pointing here (atomic) */
@@ -81,10 +89,11 @@ enum alex_role alex_match(const char *path, char *db, size_t dbcap);
 int alex_vfork_child(void);
 void alex_owner_reset(void);
 
-/* Catches an engine up with other processes' checkpoints in WAL mode, which
- * SQLite may start a read without any lock call we can see (pdb.c).  The
- * caller holds db->mu and has seen db->shm_fd >= 0. */
-void alex_pdb_wal_check(struct pdb *db);
+/* SQLite opens db's -wal: empties the log first (or refuses, 0 or an
+ * errno), then counts the description (pdb.c). */
+int alex_pdb_wal_open(struct pdb *db);
+/* The last descriptor of a -wal description is gone. */
+void alex_pdb_wal_closed(struct pdb *db);
 /* Commits db's open transaction at a boundary SQLite showed (pdb.c). */
 int alex_pdb_commit(struct pdb *db);
 

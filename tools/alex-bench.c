@@ -4,7 +4,9 @@
  * Every mode runs the same workload, in its own process (bench/worker.c),
  * on a fresh database: SQLite's own configurations (naive = DELETE + FULL,
  * wal, wal-normal, tuned, nosync, wal-nosync) and SQLite under libalex.so
- * (alex, alex-normal, and alex:VAR=VALUE;... for any other ALEX_* setting).
+ * (alex, alex-normal, alex-keep, and alex:VAR=VALUE;... for any other
+ * ALEX_* setting).  The short workload (bench/short.c) is many sqlite3
+ * shell processes instead, one row each.
  * Per operation latencies, ops/s, syncs, bytes passed to write calls,
  * device bytes/flushes/discards from /proc/diskstats, write amplification
  * and peak RSS are measured per run; the summary gives the median and the
@@ -19,7 +21,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,9 @@ static const struct bench_mode builtin[] = {
 	{ "wal-nosync", "wal", "off", "", NULL },
 	{ "alex", "delete", "full", "", "ALEX_SYNC=full" },
 	{ "alex-normal", "delete", "full", "", "ALEX_SYNC=normal" },
+	/* the log kept at the last close: differs from alex only when processes
+	 * come and go, so "all" has it only with the short workload */
+	{ "alex-keep", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEEP_LOG=1" },
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -55,6 +59,7 @@ struct run {
 	long rss_kb;
 	double *sorted; /* every latency, sorted (kept for the first run's CDF) */
 	size_t nsorted;
+	int files_left; /* short: files beside the database afterwards; else -1 */
 };
 
 static const char *self_exe, *alex_tool;
@@ -69,14 +74,6 @@ static int read_file(const char *path, char *buf, size_t cap)
 		return -1;
 	buf[n] = 0;
 	return 0;
-}
-
-static int disk_now(dev_t dev, struct bench_disk *d)
-{
-	static char text[1 << 16];
-	sync();
-	return read_file("/proc/diskstats", text, sizeof text) ||
-	       bench_diskstats_parse(text, major(dev), minor(dev), d);
 }
 
 static double json_number(const char *json, const char *key)
@@ -166,10 +163,11 @@ static void run_one(const struct bench_mode *m, const char *workload, const char
 	char stats[PATH_MAX], out[PATH_MAX], opsbuf[32], paybuf[16], seedbuf[32];
 	struct bench_disk d0, d1;
 	struct stat st;
-	int have_disk;
+	int have_disk, is_short = strcmp(workload, "short") == 0;
 
 	memset(r, 0, sizeof *r);
 	r->syncs = r->traced_syncs = -1;
+	r->files_left = -1;
 	if (snprintf(stats, sizeof stats, "%s/alex-stats.json", dir) >= (int)sizeof stats ||
 	    snprintf(out, sizeof out, "%s/worker.out", dir) >= (int)sizeof out) {
 		r->failed = 1;
@@ -180,13 +178,16 @@ static void run_one(const struct bench_mode *m, const char *workload, const char
 	snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
 	if (getuid() == 0) /* start from cold caches, as the paper's runs */
 		drop_caches();
-	have_disk = stat(dir, &st) == 0 && disk_now(st.st_dev, &d0) == 0;
+	have_disk = stat(dir, &st) == 0 && bench_disk_now(st.st_dev, &d0) == 0;
 	pid_t pid = fork();
 	if (pid == 0) {
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0 || dup2(fd, 1) < 0)
 			_exit(126);
-		if (m->alex) {
+		if (m->alex && is_short) { /* the worker passes it on to its sqlite3 processes */
+			alex_env(m);
+			setenv("ALEX_BENCH_LIB", lib, 1);
+		} else if (m->alex) {
 			alex_env(m);
 			setenv("ALEX_STATS", stats, 1);
 			setenv("LD_PRELOAD", lib, 1);
@@ -203,18 +204,25 @@ static void run_one(const struct bench_mode *m, const char *workload, const char
 		return;
 	}
 	r->rss_kb = ru.ru_maxrss;
-	if (have_disk && disk_now(st.st_dev, &d1) == 0) {
+	if (have_disk && bench_disk_now(st.st_dev, &d1) == 0) {
 		r->dev_bytes = (d1.sectors_written - d0.sectors_written) * 512;
 		r->flushes = d1.flushes - d0.flushes;
 		r->discards = d1.discards - d0.discards;
 	}
 	char res[256], ok[16] = "";
-	unsigned long long wc = 0;
-	if (read_file(out, res, sizeof res) ||
-	    sscanf(res, "%ld %lf %15s %llu", &r->ops, &r->secs, ok, &wc) != 4 ||
-	    strcmp(ok, "ok") != 0) {
+	unsigned long long wc = 0, dev = 0, fl = 0, dis = 0;
+	int nf = read_file(out, res, sizeof res) ? 0
+		 : sscanf(res, "%ld %lf %15s %llu %d %llu %llu %llu", &r->ops, &r->secs, ok, &wc,
+			  &r->files_left, &dev, &fl, &dis);
+	if (nf < 4 || strcmp(ok, "ok") != 0) {
 		r->failed = 1;
 		return;
+	}
+	if (is_short) { /* the worker's counts: the processes alone, not its setup */
+		have_disk = nf == 8;
+		r->dev_bytes = dev;
+		r->flushes = fl;
+		r->discards = dis;
 	}
 	r->wchar = wc;
 	r->ops_s = r->secs > 0 ? (double)r->ops / r->secs : 0;
@@ -229,7 +237,8 @@ static void run_one(const struct bench_mode *m, const char *workload, const char
 
 /*
  * The same run again under strace -f -c, untimed: the kernel's count of
- * fsync+fdatasync, for every mode, to check ALEX's own.
+ * fsync+fdatasync, for every mode, to check ALEX's own (short: of all its
+ * sqlite3 processes; its worker's setup issues none).
  */
 static double traced_syncs(const struct bench_mode *m, const char *workload, const char *dir,
 			   const char *db, long ops, int payload, uint64_t seed, const char *lib)
@@ -251,16 +260,18 @@ static double traced_syncs(const struct bench_mode *m, const char *workload, con
 		int fd = open("/dev/null", O_WRONLY);
 		if (fd >= 0)
 			dup2(fd, 1);
-		if (m->alex) {
+		if (m->alex)
 			alex_env(m);
+		if (m->alex && strcmp(workload, "short") != 0) {
 			execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr,
 			       "-E", env, self_exe, "--worker", m->name, workload, db, opsbuf, paybuf,
 			       seedbuf, lat, (char *)NULL);
-		} else {
-			execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr,
-			       self_exe, "--worker", m->name, workload, db, opsbuf, paybuf, seedbuf, lat,
-			       (char *)NULL);
+			_exit(127);
 		}
+		if (m->alex) /* short: as in run_one, for the worker's sqlite3 processes */
+			setenv("ALEX_BENCH_LIB", lib, 1);
+		execlp("strace", "strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", tr, self_exe,
+		       "--worker", m->name, workload, db, opsbuf, paybuf, seedbuf, lat, (char *)NULL);
 		_exit(127);
 	}
 	int status;
@@ -365,16 +376,151 @@ static void table_head(const char *first)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: alex-bench [--dir DIR] [--out DIR] [--runs R] [--ops N] [--payload BYTES]\n"
-		   "                  [--workload insert,mixed,leviora,large|all] [--mode MODE,...]\n"
-		   "                  [--large-mb MB] [--probe-syncs N] [--probe-mb MB] [--no-probe]\n"
-		   "                  [--no-plots] [--lib PATH] [--seed S] [--strace]\n"
-		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal all,\n"
+		   "                  [--workload insert,mixed,leviora,large,short|all] [--mode MODE,...]\n"
+		   "                  [--procs N] [--large-mb MB] [--probe-syncs N] [--probe-mb MB]\n"
+		   "                  [--no-probe] [--no-plots] [--lib PATH] [--seed S] [--strace]\n"
+		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal alex-keep all,\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
 
 #define MAXMODES 32
 #define MAXRUNS 100
-#define MAXRESULTS (4 * MAXMODES)
+#define NWORKLOADS 5
+#define MAXRESULTS (NWORKLOADS * MAXMODES)
+static const char *const workload_names[NWORKLOADS] = { "insert", "mixed", "leviora", "large",
+							 "short" };
+
+/* --mode: the built-in modes by name, "all", alex:VAR=VALUE;...  Returns
+ * how many, or -1 (unknown mode, reported). */
+static int parse_modes(char *arg, int with_short, struct bench_mode *modes)
+{
+	static char names[MAXMODES][256];
+	int nm = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(arg, ",", &save); t && nm < MAXMODES; t = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		if (strcmp(t, "all") == 0) {
+			for (i = 0; i < NBUILTIN && nm < MAXMODES; i++)
+				if (with_short || strcmp(builtin[i].name, "alex-keep"))
+					modes[nm++] = builtin[i];
+			continue;
+		}
+		for (i = 0; i < NBUILTIN && strcmp(builtin[i].name, t); i++)
+			;
+		if (i < NBUILTIN) {
+			modes[nm++] = builtin[i];
+		} else if (strncmp(t, "alex:", 5) == 0 && strchr(t, '=')) {
+			snprintf(names[nm], sizeof names[nm], "%s", t);
+			modes[nm] = (struct bench_mode){ names[nm], "delete", "full", "", names[nm] + 5 };
+			nm++;
+		} else {
+			fprintf(stderr, "alex-bench: unknown mode %s\n", t);
+			usage(stderr);
+			return -1;
+		}
+	}
+	return nm;
+}
+
+/* --workload: into wl[], each at most once; *with_short: short is one.
+ * How many, or -1 (reported). */
+static int parse_workloads(char *arg, const char *wl[NWORKLOADS], int *with_short)
+{
+	char *save = NULL;
+	int nw = 0;
+	*with_short = 0;
+	if (strcmp(arg, "all") == 0) { /* short only when named: another kind of run */
+		for (; nw < 4; nw++)
+			wl[nw] = workload_names[nw];
+		return nw;
+	}
+	for (char *w = strtok_r(arg, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int i, j;
+		for (i = 0; i < NWORKLOADS && strcmp(w, workload_names[i]); i++)
+			;
+		for (j = 0; j < nw && i < NWORKLOADS && wl[j] != workload_names[i]; j++)
+			;
+		if (i == NWORKLOADS || j < nw) {
+			fprintf(stderr, "alex-bench: workloads: insert, mixed, leviora, large, short "
+					"(each once), or all (the first four)\n");
+			return -1;
+		}
+		wl[nw++] = workload_names[i];
+		*with_short |= i == 4;
+	}
+	return nw;
+}
+
+/* The short workload's needs, before anything runs: 0, or the exit status. */
+static int short_check(int payload, char *exe, size_t cap)
+{
+	if (payload > BENCH_SHORT_MAXPAYLOAD) {
+		fprintf(stderr, "alex-bench: short: --payload at most %d (one command-line argument)\n",
+			BENCH_SHORT_MAXPAYLOAD);
+		return 2;
+	}
+	if (bench_find_exe("sqlite3", getenv("PATH"), exe, cap)) {
+		fprintf(stderr, "alex-bench: short: no sqlite3 in PATH (the workload runs the sqlite3 "
+				"shell; apt-get install sqlite3)\n");
+		return 1;
+	}
+	return 0;
+}
+
+static void short_table(char rows[][4][4096], int nm, long procs, int runs)
+{
+	printf("\n### short: per process, all %ld processes of the %d runs\n\n%s", procs * runs,
+	       runs, bench_short_head);
+	for (int k = 0; k < nm; k++)
+		fputs(rows[k][3], stdout);
+	printf("\nOne sqlite3 process per insert: ops and latencies above are processes and their\n"
+	       "wall time (fork to waitpid).  files left: files beside the database in its\n"
+	       "directory after the last process (ALEX's log, if kept, is one).\n");
+}
+
+/* short: every process of every run pooled into one row of its own table;
+ * the plots draw the same figures */
+static void short_row(char *buf, size_t cap, const char *mode, const struct run *r, int runs,
+		      long procs, struct bench_result *o)
+{
+	struct bench_short_stats s = { .procs = procs * runs, .files_min = INT_MAX,
+				       .files_max = -1 };
+	size_t n = 0;
+	double secs = 0, dev = 0, wc = 0;
+	int have_dev = 1;
+	for (int i = 0; i < runs; i++)
+		n += r[i].nsorted;
+	double *all = malloc((n ? n : 1) * sizeof *all);
+	if (!all) {
+		snprintf(buf, cap, "| %s | out of memory |\n", mode);
+		return;
+	}
+	n = 0;
+	for (int i = 0; i < runs; i++) {
+		if (r[i].nsorted)
+			memcpy(all + n, r[i].sorted, r[i].nsorted * sizeof *all);
+		n += r[i].nsorted;
+		secs += r[i].secs;
+		dev += (double)r[i].dev_bytes;
+		wc += (double)r[i].wchar;
+		have_dev &= r[i].waf >= 0;
+		s.files_min = r[i].files_left < s.files_min ? r[i].files_left : s.files_min;
+		s.files_max = r[i].files_left > s.files_max ? r[i].files_left : s.files_max;
+	}
+	bench_summarize(all, n, &s.t);
+	free(all);
+	s.ins_s = secs > 0 ? (double)s.procs / secs : 0;
+	s.syncs = r[0].traced_syncs < 0 ? -1 : r[0].traced_syncs / (double)procs;
+	s.dev_bytes = have_dev ? dev / (double)s.procs : -1;
+	s.wchar = wc / (double)s.procs;
+	bench_short_row(buf, cap, mode, &s);
+	o->ops_s = s.ins_s;
+	o->p50 = s.t.p50;
+	o->p95 = s.t.p95;
+	o->p99 = s.t.p99;
+	o->max = s.t.max;
+	o->traced_syncs = s.syncs;
+}
 
 static int do_probe(const char *dir, const char *outdir, long syncs, long mb)
 {
@@ -412,7 +558,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = "build/bench", *outdir = "build/bench/out", *lib = NULL;
 	char modes_arg[1024] = "all", workloads[256] = "insert,mixed";
-	long ops = 5000, large_mb = 1024, probe_syncs = 1000, probe_mb = 256;
+	long ops = 5000, large_mb = 1024, probe_syncs = 1000, probe_mb = 256, procs = 200;
 	int runs = 5, payload = 100, probe = 1, plots = 1;
 	uint64_t seed = 42;
 	int use_strace = 0;
@@ -458,7 +604,13 @@ int main(int argc, char **argv)
 		else if (strcmp(a, "--mode") == 0) snprintf(modes_arg, sizeof modes_arg, "%s", v);
 		else if (strcmp(a, "--lib") == 0) lib = v;
 		else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
-		else {
+		else if (strcmp(a, "--procs") == 0) {
+			if (bench_parse_long(v, 1, 1000000, &procs)) {
+				fprintf(stderr, "alex-bench: --procs %s: not a whole number from 1 to "
+						"1000000\n", v);
+				return 2;
+			}
+		} else {
 			usage(stderr);
 			return 2;
 		}
@@ -471,8 +623,14 @@ int main(int argc, char **argv)
 				"--large-mb, --probe-syncs and --probe-mb >= 1\n");
 		return 2;
 	}
-	if (strcmp(workloads, "all") == 0)
-		snprintf(workloads, sizeof workloads, "insert,mixed,leviora,large");
+	const char *wl[NWORKLOADS];
+	static struct bench_mode modes[MAXMODES];
+	char sqlite3_exe[PATH_MAX];
+	int with_short, nw = parse_workloads(workloads, wl, &with_short), nm, rc;
+	if (nw < 0 || (nm = parse_modes(modes_arg, with_short, modes)) < 0)
+		return 2;
+	if (with_short && (rc = short_check(payload, sqlite3_exe, sizeof sqlite3_exe)))
+		return rc;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
 		return 1;
@@ -490,43 +648,6 @@ int main(int argc, char **argv)
 		lib = libpath;
 	}
 
-	/* the modes */
-	static struct bench_mode modes[MAXMODES];
-	static char names[MAXMODES][256];
-	int nm = 0;
-	char *save = NULL;
-	for (char *t = strtok_r(modes_arg, ",", &save); t && nm < MAXMODES; t = strtok_r(NULL, ",", &save)) {
-		if (strcmp(t, "all") == 0) {
-			for (size_t i = 0; i < NBUILTIN && nm < MAXMODES; i++)
-				modes[nm++] = builtin[i];
-			continue;
-		}
-		size_t i;
-		for (i = 0; i < NBUILTIN && strcmp(builtin[i].name, t); i++)
-			;
-		if (i < NBUILTIN) {
-			modes[nm++] = builtin[i];
-		} else if (strncmp(t, "alex:", 5) == 0 && strchr(t, '=')) {
-			snprintf(names[nm], sizeof names[nm], "%s", t);
-			modes[nm] = (struct bench_mode){ names[nm], "delete", "full", "", names[nm] + 5 };
-			nm++;
-		} else {
-			fprintf(stderr, "alex-bench: unknown mode %s\n", t);
-			usage(stderr);
-			return 2;
-		}
-	}
-	/* the workloads, checked before anything runs */
-	char *wl[4];
-	int nw = 0;
-	for (char *w = strtok_r(workloads, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		if (nw == 4 || (strcmp(w, "insert") && strcmp(w, "mixed") && strcmp(w, "leviora") &&
-				strcmp(w, "large"))) {
-			fprintf(stderr, "alex-bench: workloads: insert, mixed, leviora, large (or all)\n");
-			return 2;
-		}
-		wl[nw++] = w;
-	}
 	char csvpath[PATH_MAX], oppath[PATH_MAX];
 	if (run_cmd("mkdir -p '%s' '%s'", dir, outdir) ||
 	    snprintf(csvpath, sizeof csvpath, "%s/runs.csv", outdir) >= (int)sizeof csvpath ||
@@ -539,11 +660,15 @@ int main(int argc, char **argv)
 	}
 	fprintf(csv, "workload,mode,run,status,ops,seconds,ops_per_s,mean_us,std_us,p50_us,"
 		     "p95_us,p99_us,max_us,syncs,strace_syncs,write_call_bytes,device_bytes,flushes,"
-		     "discards,waf,peak_rss_kb\n");
+		     "discards,waf,peak_rss_kb,files_left\n");
 	fprintf(opcsv, "workload,mode,run,op,n,mean_us,std_us,p50_us,p95_us,p99_us,max_us\n");
-	printf("alex-bench: %ld ops, %d-byte payload, %d runs per mode, seed %llu; caches %s\n\n",
-	       ops, payload, runs, (unsigned long long)seed,
+	printf("alex-bench: %ld %s, %d-byte payload, %d runs per mode, seed %llu; caches %s\n",
+	       nw > with_short ? ops : procs, nw > with_short ? "ops" : "sqlite3 processes", payload,
+	       runs, (unsigned long long)seed,
 	       getuid() == 0 ? "dropped before each run" : "NOT dropped (not root)");
+	if (with_short)
+		printf("short: %ld processes per run of %s\n", procs, sqlite3_exe);
+	printf("\n");
 	fflush(stdout);
 	if (probe)
 		do_probe(dir, outdir, probe_syncs, probe_mb);
@@ -554,14 +679,15 @@ int main(int argc, char **argv)
 	int any_failed = 0;
 	for (int wi = 0; wi < nw; wi++) {
 		const char *w = wl[wi];
-		int large = strcmp(w, "large") == 0;
+		int large = strcmp(w, "large") == 0, is_short = w == workload_names[4];
+		long n_ops = is_short ? procs : ops;
 		char large_db[PATH_MAX];
 		snprintf(large_db, sizeof large_db, "%s/large-base.db", dir);
 		if (large && bench_build_large(large_db, large_mb, payload)) {
 			fprintf(stderr, "alex-bench: cannot build %s\n", large_db);
 			return 1;
 		}
-		static char rows[MAXMODES][3][4096];
+		static char rows[MAXMODES][4][4096]; /* medians, ranges, per type, short */
 		for (int k = 0; k < nm; k++) {
 			const struct bench_mode *m = &modes[k];
 			int ok = 0;
@@ -573,25 +699,30 @@ int main(int argc, char **argv)
 					     i + 1) >= (int)sizeof lat ||
 				    run_cmd("rm -rf '%s' && mkdir -p '%s'", rdir, rdir))
 					return 1;
-				snprintf(db, sizeof db, "%s/bench.db", rdir);
+				/* short: in a directory of its own, to see what is left in it */
+				snprintf(db, sizeof db, "%s/%sbench.db", rdir, is_short ? "db/" : "");
 				const char *path = large ? large_db : db;
-				run_one(m, w, rdir, path, ops, payload, seed + (uint64_t)i, lib, lat, &r[i]);
+				run_one(m, w, rdir, path, n_ops, payload, seed + (uint64_t)i, lib, lat, &r[i]);
 				/* the kernel's count once per mode: it is the check of
 				 * ALEX's own, not a statistic */
 				if (use_strace && i == 0 && !r[i].failed)
 					r[i].traced_syncs = traced_syncs(m, w, rdir, large ? path : NULL,
-									 ops, payload,
+									 n_ops, payload,
 									 seed + (uint64_t)i, lib);
 				if (large && large_clean(large_db))
 					r[i].failed = 1;
+				char left[16] = "";
+				if (r[i].files_left >= 0)
+					snprintf(left, sizeof left, "%d", r[i].files_left);
 				fprintf(csv, "%s,\"%s\",%d,%s,%ld,%.6f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-					     "%.0f,%.0f,%llu,%llu,%llu,%llu,%.3f,%ld\n",
+					     "%.0f,%.0f,%llu,%llu,%llu,%llu,%.3f,%ld,%s\n",
 					w, m->name, i + 1, r[i].failed ? "failed" : "ok", r[i].ops,
 					r[i].secs, r[i].ops_s, r[i].lat.mean, r[i].lat.std, r[i].lat.p50,
 					r[i].lat.p95, r[i].lat.p99, r[i].lat.max, r[i].syncs,
 					r[i].traced_syncs, (unsigned long long)r[i].wchar,
 					(unsigned long long)r[i].dev_bytes, (unsigned long long)r[i].flushes,
-					(unsigned long long)r[i].discards, r[i].waf, r[i].rss_kb);
+					(unsigned long long)r[i].discards, r[i].waf, r[i].rss_kb,
+					left);
 				for (int t = 0; t < BENCH_MAXOPS; t++)
 					if (r[i].op[t].n)
 						fprintf(opcsv, "%s,\"%s\",%d,%s,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,"
@@ -606,15 +737,16 @@ int main(int argc, char **argv)
 			}
 			struct bench_result *o = &res[nres++];
 			*o = (struct bench_result){ .workload = w, .mode = m->name, .failed = ok < runs,
-						    .lat = r[0].sorted, .nlat = r[0].nsorted };
-			for (int i = 1; i < runs; i++)
-				free(r[i].sorted);
+						    .lat = r[0].sorted, .nlat = r[0].nsorted,
+						    .per_process = is_short };
 			if (ok < runs) { /* reported, never dropped */
 				snprintf(rows[k][0], sizeof rows[k][0], "| %s | FAILED (%d of %d runs) |\n",
 					 m->name, runs - ok, runs);
-				memcpy(rows[k][1], rows[k][0], sizeof rows[k][0]);
-				memcpy(rows[k][2], rows[k][0], sizeof rows[k][0]);
+				for (int t = 1; t < 4; t++)
+					memcpy(rows[k][t], rows[k][0], sizeof rows[k][0]);
 				any_failed = 1;
+				for (int i = 1; i < runs; i++)
+					free(r[i].sorted);
 				continue;
 			}
 			/* medians and ranges of every column */
@@ -660,6 +792,10 @@ int main(int argc, char **argv)
 					       s99.med, s99.min, s99.max);
 			}
 			snprintf(rows[k][2] + l2, sizeof rows[k][2] - (size_t)l2, "\n");
+			if (is_short)
+				short_row(rows[k][3], sizeof rows[k][3], m->name, r, runs, procs, o);
+			for (int i = 1; i < runs; i++) /* the first run's stay, for the CDF */
+				free(r[i].sorted);
 			fprintf(stderr, "alex-bench: %s %s done\n", w, m->name);
 		}
 		printf("### %s: medians over %d runs\n\n", w, runs);
@@ -670,6 +806,8 @@ int main(int argc, char **argv)
 		table_head("mode");
 		for (int k = 0; k < nm; k++)
 			fputs(rows[k][1], stdout);
+		if (is_short)
+			short_table(rows, nm, procs, runs);
 		const struct bench_result *first = NULL;
 		for (size_t j = nres - (size_t)nm; j < nres; j++)
 			if (!first || res[j].nops > first->nops)
@@ -694,6 +832,7 @@ int main(int argc, char **argv)
 	printf("syncs: ALEX's own count of log syncs (ALEX modes); syncs (strace): fsync+fdatasync\n"
 	       "counted by strace -f -c in a separate run of the first (--strace); every run in %s,\n"
 	       "every operation type in %s\n", csvpath, oppath);
+
 	if (plots) {
 		int pngs = bench_plot(outdir, res, nres);
 		if (pngs >= 0)

@@ -1,7 +1,9 @@
 /*
  * alex - look after the ALEX log of an SQLite database.
  *
- *   alex checkpoint FILE   copy the log into FILE; FILE is a plain database after
+ *   alex checkpoint FILE   copy the log into FILE and remove the log (kept with
+ *                          --keep-log or ALEX_KEEP_LOG=1); FILE is a plain
+ *                          database after
  *   alex stat FILE         what the log holds
  *   alex verify FILE       exit 1 if the log is damaged (not just cut short)
  *   alex recover FILE      salvage what the log holds that is valid into FILE,
@@ -26,7 +28,8 @@
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: alex checkpoint|stat|verify|recover FILE\n"
+	fprintf(f, "usage: alex checkpoint [--keep-log] FILE\n"
+		   "       alex stat|verify|recover FILE\n"
 		   "       alex --help | --version\n");
 	return f == stdout ? 0 : 2;
 }
@@ -52,6 +55,15 @@ static int lock_db(const char *path, int *fd)
 
 static void report(const char *path, const struct alex_stats *s)
 {
+	if (!s->log_present) {
+		printf("%s: no log; the database file holds everything\n", path);
+		return;
+	}
+	if (s->epoch_applied) {
+		printf("%s-alex: its records were checkpointed before a crash; the database file "
+		       "holds everything\n", path);
+		return;
+	}
 	printf("%s-alex: %llu records, %llu commits, %llu bytes of log in use\n", path,
 	       (unsigned long long)s->recovered_records, (unsigned long long)s->recovered_commits,
 	       (unsigned long long)s->log_used);
@@ -117,7 +129,6 @@ static int recover(const char *path, struct alex_config *cfg)
 		return 1;
 	}
 	alex_close(db);
-	unlink(log); /* the fresh, empty log just made: nothing of the old one */
 	printf("%s: log set aside as %s; the database holds its last checkpoint\n", path, aside);
 	return 0;
 }
@@ -134,6 +145,13 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
 		printf("alex %s\n", ALEX_VERSION_STRING);
 		return 0;
+	}
+	const char *keep_env = getenv("ALEX_KEEP_LOG");
+	int keep = keep_env && strcmp(keep_env, "1") == 0;
+	if (argc == 4 && strcmp(argv[1], "checkpoint") == 0 && strcmp(argv[2], "--keep-log") == 0) {
+		keep = 1;
+		argv[2] = argv[3];
+		argc = 3;
 	}
 	if (argc != 3)
 		return usage(stderr);
@@ -174,8 +192,12 @@ int main(int argc, char **argv)
 	}
 	if (ckpt && damaged)
 		fprintf(stderr, "alex: %s-alex: log damaged at byte %llu (%s); the commits before "
-				"it were checkpointed\n", path, (unsigned long long)st.stop_offset,
-			alex_damage_name(st.stop_reason));
+				"it were checkpointed; the log is kept for inspection\n", path,
+			(unsigned long long)st.stop_offset, alex_damage_name(st.stop_reason));
+	/* at rest nothing stays beside the database, as after the last close
+	 * of a program under ALEX -- but a damaged log is evidence */
+	if (ckpt && !damaged && !keep && (rc = alex_remove_log(db)))
+		fprintf(stderr, "alex: %s-alex: not removed: %s\n", path, alex_strerror(rc));
 	alex_close(db);
 	close(lockfd);
 	if (strcmp(cmd, "verify") == 0 && damaged) {

@@ -11,7 +11,7 @@
 Test(format, header_round_trip)
 {
 	struct alex_loghdr h = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
-				 7, 1234, 0xdeadbeef, 0, { 0 } },
+				 7, 1234, 0xdeadbeef, 0, { 0 }, 0 },
 			   g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
@@ -35,7 +35,7 @@ Test(format, header_round_trip)
 
 Test(format, header_other_version_is_named)
 {
-	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 } }, g;
+	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 }, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);
@@ -165,7 +165,7 @@ ParameterizedTest(struct bad_len *c, format, impossible_lengths)
  * but the crc; they decode, with no base to check against. */
 Test(format, header_without_base_copy_decodes)
 {
-	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 } }, g;
+	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 }, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);

@@ -1,16 +1,27 @@
 /*
- * powercut.c - the SQLite workload of the power-cut campaign (powercut.sh),
- * and its judge.  Linked to libsqlite3; runs under libalex.so.
+ * powercut.c - the SQLite workloads of the power-cut campaigns (powercut.sh,
+ * crashtest.sh), and their judges.  Linked to libsqlite3; runs under
+ * libalex.so (or its test build).
  *
  *   powercut run DB ACKS NTXN PACE_US   runs transactions 1..NTXN; after each
  *                                       COMMIT returns, appends "i t_ns" to ACKS
  *   powercut faultrun DB ACKS NTXN      the same, retrying failed transactions
  *   powercut check DB ACKS MODE WINDOW_MS CUT_NS
  *                                       reopens DB and judges what survived
+ *   powercut digest DB                  prints "last digest" of DB, or the
+ *                                       error SQLite gives (one line)
+ *   powercut mrun DB STREAM NTXN        one of several processes writing one
+ *                                       database: stream S's transactions
+ *   powercut mcheck DB ACKS NSTREAMS MODE
+ *                                       judges a multi-process run
  *
  * Transaction i is a pure function of i, so the state after any i can be
  * rebuilt in memory with plain SQLite and compared with what recovery left.
  * Every transaction also sets meta.last = i: that names the state.
+ * POWERCUT_JOURNAL=wal runs the workload in WAL mode, with WAL checkpoints
+ * (passive, and truncating) every few dozen transactions.  Under the test
+ * build's recording (ALEX_TEST_RECORD) every acknowledgement is also
+ * appended to the trace, in order with the file operations (io_test.h).
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,6 +31,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "io_test.h" /* the trace's ACK record */
 
 static uint64_t mix(uint64_t z)
 {
@@ -111,6 +124,39 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Tells the trace (if one is being recorded) that stream's transaction i
+ * was acknowledged: cutfs then knows which commits came before a cut. */
+static void trace_ack(int stream, int i)
+{
+	static int fd = -2;
+	if (fd == -2) {
+		const char *t = getenv("ALEX_TEST_RECORD");
+		fd = t ? open(t, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+	}
+	if (fd < 0)
+		return;
+	struct alex_trace_rec r = { ALEX_TRACE_MAGIC, ALEX_TR_ACK, 0, (uint64_t)i, (uint64_t)stream,
+				    now_ns(), (uint32_t)getpid(), 0 };
+	if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+		fd = -1;
+}
+
+/* POWERCUT_JOURNAL=wal: the same transactions in WAL mode. */
+static int wal_mode(void)
+{
+	const char *j = getenv("POWERCUT_JOURNAL");
+	return j && strcmp(j, "wal") == 0;
+}
+
+/* In WAL mode, SQLite's own checkpoints now and then: they write the
+ * database file, the WAL is restarted or truncated. */
+static int wal_checkpoint(sqlite3 *db, int i)
+{
+	if (!wal_mode() || i % 23)
+		return SQLITE_OK;
+	return exec(db, i % 69 == 0 ? "pragma wal_checkpoint(truncate)" : "pragma wal_checkpoint(passive)");
+}
+
 static int run(const char *path, const char *acks, int ntxn, long pace_us)
 {
 	sqlite3 *db;
@@ -118,13 +164,18 @@ static int run(const char *path, const char *acks, int ntxn, long pace_us)
 	if (fd < 0 || sqlite3_open(path, &db) != SQLITE_OK)
 		return 2;
 	sqlite3_busy_timeout(db, 5000);
+	if (wal_mode() && exec(db, "pragma journal_mode=wal"))
+		return 3;
 	for (int i = 1; i <= ntxn; i++) {
 		if (exec(db, "begin") || txn_body(db, i) || exec(db, "commit"))
 			return 3;
+		trace_ack(0, i);
 		char line[64];
 		int n = snprintf(line, sizeof line, "%d %" PRIu64 "\n", i, now_ns());
 		if (write(fd, line, (size_t)n) != n)
 			return 4;
+		if (wal_checkpoint(db, i))
+			return 3;
 		if (pace_us)
 			usleep((useconds_t)pace_us);
 	}
@@ -305,6 +356,147 @@ static int check(const char *path, const char *acks, const char *mode, long wind
 	return 0;
 }
 
+/* digest: "last digest" of what SQLite (with or without ALEX) reads. */
+static int digest_cmd(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		printf("error open: %s\n", sqlite3_errmsg(db));
+		return 0;
+	}
+	int rc = sqlite3_prepare_v2(db, "pragma integrity_check", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		printf("error %s\n", sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		return 0;
+	}
+	const char *ic = (const char *)sqlite3_column_text(st, 0);
+	if (strcmp(ic, "ok") != 0) {
+		printf("corrupt %s\n", ic);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		return 0;
+	}
+	sqlite3_finalize(st);
+	printf("%" PRId64 " %016" PRIx64 "\n", last_of(db), digest(db));
+	sqlite3_close(db);
+	return 0;
+}
+
+/* ---- several processes: each a stream of transactions that commute ---- */
+
+/* Stream s, transaction i: a row (s, i) with a blob of its own, and
+ * streams.last = i for s -- whatever order the processes commit in, the
+ * state is named by each stream's last. */
+static int mtxn(sqlite3 *db, int s, int i)
+{
+	char sql[256];
+	int rc = put_blob(db, (int64_t)s * 1000000 + i, s, 100 + (size_t)(mix((uint64_t)i) % 3000),
+			  (uint64_t)s * 7919 + (uint64_t)i);
+	if (rc == SQLITE_OK) {
+		snprintf(sql, sizeof sql, "update streams set last = %d where s = %d", i, s);
+		rc = exec(db, sql);
+	}
+	return rc;
+}
+
+static int mrun(const char *path, int s, int ntxn)
+{
+	sqlite3 *db;
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+		return 2;
+	sqlite3_busy_timeout(db, 20000);
+	if (wal_mode() && exec(db, "pragma journal_mode=wal"))
+		return 3;
+	exec(db, "create table if not exists t(id integer primary key, k integer, v text, b blob);"
+		 "create table if not exists streams(s integer primary key, last integer)");
+	char sql[128];
+	snprintf(sql, sizeof sql, "insert or ignore into streams values(%d, 0)", s);
+	if (exec(db, sql))
+		return 3;
+	for (int i = 1; i <= ntxn; i++) {
+		int rc;
+		/* a busy COMMIT is retried, as a careful program does */
+		while ((rc = exec(db, "begin immediate")) == SQLITE_BUSY)
+			usleep(1000);
+		if (rc || mtxn(db, s, i))
+			return 3;
+		while ((rc = exec(db, "commit")) == SQLITE_BUSY)
+			usleep(1000);
+		if (rc)
+			return 3;
+		trace_ack(s, i);
+		if (wal_checkpoint(db, i) && sqlite3_errcode(db) != SQLITE_BUSY)
+			return 3;
+	}
+	sqlite3_close(db);
+	return 0;
+}
+
+/*
+ * ACKS: "stream txn t_ns" lines (cutfs).  Each stream's rows must be exactly
+ * 1..last with last == streams.last, no older than its acknowledged
+ * transactions (FULL), at most one newer, each blob as written.
+ */
+static int mcheck(const char *path, const char *acks, int nstreams, const char *mode)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int acked[64] = { 0 };
+
+	FILE *f = fopen(acks, "r");
+	int s, i;
+	uint64_t t;
+	while (f && fscanf(f, "%d %d %" SCNu64, &s, &i, &t) == 3)
+		if (s >= 0 && s < 64 && i > acked[s])
+			acked[s] = i;
+	if (f)
+		fclose(f);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		printf("FAIL open: %s\n", sqlite3_errmsg(db));
+		return 1;
+	}
+	if (sqlite3_prepare_v2(db, "pragma integrity_check", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
+		printf("FAIL integrity_check: %s\n", sqlite3_errmsg(db));
+		return 1;
+	}
+	sqlite3_finalize(st);
+	for (s = 0; s < nstreams; s++) {
+		char sql[256];
+		int64_t last = 0, n = 0, lo = 0, hi = 0;
+		snprintf(sql, sizeof sql, "select (select last from streams where s = %d), count(*), "
+			 "min(id), max(id) from t where k = %d", s, s);
+		if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW) {
+			last = sqlite3_column_int64(st, 0);
+			n = sqlite3_column_int64(st, 1);
+			lo = sqlite3_column_int64(st, 2);
+			hi = sqlite3_column_int64(st, 3);
+		}
+		sqlite3_finalize(st);
+		int64_t base = (int64_t)s * 1000000;
+		if (n != last || (n && (lo != base + 1 || hi != base + last))) {
+			printf("FAIL stream %d: last %" PRId64 ", %" PRId64 " rows %" PRId64 "..%" PRId64 "\n",
+			       s, last, n, lo - base, hi - base);
+			return 1;
+		}
+		if ((strcmp(mode, "normal") != 0 && last < acked[s]) || last > acked[s] + 1) {
+			printf("FAIL stream %d: state after txn %" PRId64 ", acknowledged %d\n", s, last,
+			       acked[s]);
+			return 1;
+		}
+	}
+	sqlite3_close(db);
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && strcmp(argv[1], "run") == 0)
@@ -313,8 +505,17 @@ int main(int argc, char **argv)
 		return faultrun(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 7 && strcmp(argv[1], "check") == 0)
 		return check(argv[2], argv[3], argv[4], atol(argv[5]), strtoull(argv[6], NULL, 10));
+	if (argc == 3 && strcmp(argv[1], "digest") == 0)
+		return digest_cmd(argv[2]);
+	if (argc == 5 && strcmp(argv[1], "mrun") == 0)
+		return mrun(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 6 && strcmp(argv[1], "mcheck") == 0)
+		return mcheck(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	fprintf(stderr, "usage: powercut run DB ACKS NTXN PACE_US\n"
 			"       powercut faultrun DB ACKS NTXN\n"
-			"       powercut check DB ACKS full|normal|fault WINDOW_MS CUT_NS\n");
+			"       powercut check DB ACKS full|normal|fault WINDOW_MS CUT_NS\n"
+			"       powercut digest DB\n"
+			"       powercut mrun DB STREAM NTXN\n"
+			"       powercut mcheck DB ACKS NSTREAMS full|normal\n");
 	return 2;
 }

@@ -31,6 +31,10 @@ struct bench_disk {
 int bench_diskstats_parse(const char *text, unsigned major, unsigned minor,
 			  struct bench_disk *d);
 
+/* sync(), then the counters of the device dev (st_dev of a file on it).
+ * 0, or -1 (no /proc/diskstats, or the device is not in it). */
+int bench_disk_now(unsigned long long dev, struct bench_disk *d);
+
 /* A configuration under test: SQLite pragmas, and ALEX_* settings
  * (';'-separated) when it runs under libalex.so. */
 struct bench_mode {
@@ -38,9 +42,10 @@ struct bench_mode {
 	const char *alex; /* NULL: plain SQLite */
 };
 
-/* Runs workload (insert, mixed, leviora, large) on the database at path and
- * writes every operation's latency to latfile as "op,us".  Prints "ops
- * seconds ok|FAILED wchar" on stdout.  Returns the exit status. */
+/* Runs workload (insert, mixed, leviora, large, short) on the database at
+ * path and writes every operation's latency to latfile as "op,us".  Prints
+ * "ops seconds ok|FAILED wchar" on stdout (short adds more, below).
+ * Returns the exit status. */
 int bench_worker(const struct bench_mode *m, const char *workload, const char *path, long ops,
 		 int payload, uint64_t seed, const char *latfile);
 
@@ -49,6 +54,55 @@ int bench_worker(const struct bench_mode *m, const char *workload, const char *p
 int bench_build_large(const char *path, long mb, int payload);
 
 uint64_t bench_rnd(uint64_t *state);
+
+/* Bytes this process and its reaped children passed to write calls
+ * (/proc/self/io wchar). */
+uint64_t bench_wchar(void);
+
+/*
+ * The short workload (short.c): the database (table t(id INTEGER PRIMARY
+ * KEY, v TEXT)) created with plain SQLite in m's journal mode, then procs
+ * sqlite3 shell processes one after another (fork + execvp), each inserting
+ * one row of a payload-byte value, as a shell script does.  For an ALEX
+ * mode the processes get LD_PRELOAD=$ALEX_BENCH_LIB and the ALEX_* settings
+ * in the environment; the worker itself never runs under libalex.so.
+ * Writes each process's wall time (fork to waitpid) to latfile as
+ * "process,us" and prints "procs seconds ok|FAILED wchar files_left
+ * [device_bytes flushes discards]": files_left is the number of files
+ * beside the database in its directory after the last process, device
+ * counts (of the processes alone) are left out if /proc/diskstats has none.
+ * ok: the table holds exactly procs rows and integrity_check is ok.
+ */
+#define BENCH_SHORT_MAXPAYLOAD 100000 /* one argv string: at most 128 KiB */
+int bench_short(const struct bench_mode *m, const char *path, long procs, int payload,
+		const char *latfile);
+
+/* The SQL of short process i (0-based): m's pragmas unless SQLite's
+ * defaults, then the INSERT of a payload-byte value.  Its length, or -1 if
+ * it does not fit in cap. */
+int bench_short_sql(char *buf, size_t cap, const struct bench_mode *m, long i, int payload);
+
+/* The first executable file name in the ':'-separated directories of
+ * pathenv (an empty entry is "."), into out.  0, or -1 if there is none. */
+int bench_find_exe(const char *name, const char *pathenv, char *out, size_t cap);
+
+/* A whole number from min to max with nothing after it, into *out: 0, or
+ * -1 (*out unchanged). */
+int bench_parse_long(const char *s, long min, long max, long *out);
+
+/* One mode's line of the short workload's per-process table: every process
+ * of every run pooled. */
+struct bench_short_stats {
+	long procs; /* processes, all runs */
+	double ins_s; /* inserts per second over all runs */
+	struct bench_summary t; /* per-process wall time, us */
+	double syncs, dev_bytes, wchar; /* per process; < 0: not measured */
+	int files_min, files_max; /* files left beside the database, over the runs */
+};
+extern const char bench_short_head[];
+/* Formats s as a Markdown row (with newline) of the table bench_short_head
+ * starts.  Returns what snprintf returns. */
+int bench_short_row(char *buf, size_t cap, const char *mode, const struct bench_short_stats *s);
 
 #define BENCH_NPROBES 4
 struct bench_probe {
@@ -74,6 +128,8 @@ struct bench_result {
 	double op_p99[BENCH_MAXOPS];
 	double *lat; /* every latency of the first run, sorted, for the CDF */
 	size_t nlat;
+	int per_process; /* short: percentiles of every process of every run, syncs
+			    per process */
 };
 
 /* Writes the plot data and OUT/plots.gp, and runs gnuplot on it.

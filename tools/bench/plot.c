@@ -49,7 +49,8 @@ static void bars(FILE *gp, const char *png, const char *title, const char *ylabe
 {
 	fprintf(gp, "\nset output '%s'\nset title '%s'\nset ylabel '%s'\n%s\n"
 		    "set style data histograms\nset style histogram clustered gap 1\nset xlabel ''\n",
-		png, title, ylabel, logy ? "set logscale y" : "unset logscale y");
+		png, title, ylabel, logy ? "set logscale y; set yrange [*:*]"
+					 : "unset logscale y; set yrange [0:*]");
 	fprintf(gp, "plot '%s' using 2:xtic(1) title '%s'", data, cols[0]);
 	for (int c = 1; c < ncols; c++)
 		fprintf(gp, ", '' using %d title '%s'", c + 2, cols[c]);
@@ -92,7 +93,8 @@ int bench_plot(const char *outdir, const struct bench_result *r, size_t n)
 				fprintf(opt, " %s", ops->op[k]);
 			fprintf(opt, "\n");
 		}
-		fprintf(pct, "# mode p50 p95 p99 max (us, medians over runs)\n");
+		fprintf(pct, "# mode p50 p95 p99 max (us, %s)\n",
+			r[i].per_process ? "every process of every run" : "medians over runs");
 		fprintf(bar, "# mode waf alex_syncs strace_syncs ops_per_s\n");
 		fprintf(gp, "\n# ---- %s\nset output '%s-cdf.png'\nset title '%s: latency CDF per mode "
 			    "(first run)'\nset xlabel 'latency (us)'\nset ylabel 'fraction of operations "
@@ -143,13 +145,18 @@ int bench_plot(const char *outdir, const struct bench_result *r, size_t n)
 		static const char *const scols[] = { "ALEX log syncs", "fsync+fdatasync (strace)" };
 		char png[600], title[600];
 		snprintf(png, sizeof png, "%s-percentiles.png", w);
-		snprintf(title, sizeof title, "%s: latency percentiles per mode (medians over runs)", w);
+		if (r[i].per_process) /* short */
+			snprintf(title, sizeof title, "%s: wall time per process, every process of "
+						      "every run", w);
+		else
+			snprintf(title, sizeof title, "%s: latency percentiles per mode (medians over "
+						      "runs)", w);
 		bars(gp, png, title, "latency (us, log scale)", 1, fpct, 4, pcols);
 		snprintf(png, sizeof png, "%s-waf.png", w);
 		snprintf(title, sizeof title, "%s: write amplification (device bytes / payload bytes)", w);
 		bars(gp, png, title, "WAF", 0, fbar, 1, wcols);
 		snprintf(png, sizeof png, "%s-syncs.png", w);
-		snprintf(title, sizeof title, "%s: syncs per run", w);
+		snprintf(title, sizeof title, "%s: syncs per %s", w, r[i].per_process ? "process" : "run");
 		/* only the columns measured: ALEX's count (ALEX modes), strace's (--strace) */
 		int own = 0, traced = 0;
 		for (j = i; j < end; j++) {
@@ -158,7 +165,7 @@ int bench_plot(const char *outdir, const struct bench_result *r, size_t n)
 		}
 		if (own || traced) {
 			fprintf(gp, "\nset output '%s'\nset title '%s'\nset ylabel 'calls'\n"
-				    "unset logscale y\nplot '%s' using %d:xtic(1) title '%s'",
+				    "unset logscale y\nset yrange [0:*]\nplot '%s' using %d:xtic(1) title '%s'",
 				png, title, fbar, own ? 3 : 4, scols[own ? 0 : 1]);
 			if (own && traced)
 				fprintf(gp, ", '' using 4 title '%s'", scols[1]);

@@ -62,7 +62,7 @@ static int64_t query_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-static uint64_t wchar(void)
+uint64_t bench_wchar(void)
 {
 	char buf[1024];
 	int fd = open("/proc/self/io", O_RDONLY);
@@ -240,6 +240,9 @@ int bench_worker(const struct bench_mode *m, const char *workload, const char *p
 	char sql[1024];
 	int large = strcmp(workload, "large") == 0, lev = strcmp(workload, "leviora") == 0;
 
+	if (strcmp(workload, "short") == 0)
+		return bench_short(m, path, ops, payload, latfile);
+
 	c.val = malloc((size_t)payload);
 	c.upd = malloc((size_t)payload);
 	c.lat = fopen(latfile, "w");
@@ -285,7 +288,7 @@ int bench_worker(const struct bench_mode *m, const char *workload, const char *p
 	free(c.upd);
 	if (sqlite3_close(c.db) != SQLITE_OK)
 		return 1;
-	printf(" %llu\n", (unsigned long long)wchar());
+	printf(" %llu\n", (unsigned long long)bench_wchar());
 	return 0;
 }
 

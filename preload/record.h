@@ -1,0 +1,33 @@
+/*
+ * record.h - in the test build (libalex-test.so), what SQLite itself
+ * changes on disk is recorded beside what the engine does (io_test.h:
+ * ALEX_TEST_RECORD): its WAL, and the database file in WAL mode.  Its
+ * in-memory journal never reaches the disk.  In the shipped library these
+ * are empty statements.
+ */
+#ifndef ALEX_PRELOAD_RECORD_H
+#define ALEX_PRELOAD_RECORD_H
+
+#include "state.h"
+
+#ifdef ALEX_TESTING
+#include "io_test.h"
+
+/* Is o a file SQLite writes on disk itself? */
+static inline int alex_rec_wanted(const struct ofd *o)
+{
+	return o && (o->role == ROLE_WAL || (o->role == ROLE_DB && alex_pdb_direct(o->db)));
+}
+
+#define ALEX_REC(kind, o, fd, off, len, data, path)                                              \
+	do {                                                                                     \
+		if (alex_rec_wanted(o))                                                          \
+			alex_test_record((kind), (fd), 0, (off), (len), (data), (path), NULL);   \
+	} while (0)
+#define ALEX_REC_PATH(kind, path, path2) alex_test_record((kind), -1, 0, 0, 0, NULL, (path), (path2))
+#else
+#define ALEX_REC(kind, o, fd, off, len, data, path) ((void)0)
+#define ALEX_REC_PATH(kind, path, path2) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,145 @@
+#!/bin/bash
+# crashtest.sh BUILD quick|long - power cuts with a disk that reorders.
+#
+# Each phase runs an SQLite workload (powercut.c) once under the test build
+# of the library with ALEX_TEST_RECORD: every change the processes make to
+# the database's files -- the engine's and SQLite's own (the WAL, the file in
+# WAL mode) -- and every acknowledged COMMIT goes into one trace.  Then, for
+# a cut before the K-th write, sync or truncation, cutfs rebuilds what a
+# disk could hold: every unsynced change lost, kept, the newest torn at a
+# sector, or any subset of them kept, each whole or sector by sector
+# (MODEL, SEED).  Each rebuilt directory is judged twice:
+#   under ALEX   integrity_check ok; the state after some committed
+#                transaction, no acknowledged one missing (FULL; NORMAL: none
+#                older than the sync window), contents equal to what plain
+#                SQLite reaches by running the same transactions
+#   without      SQLite refuses the file ("file is not a database"), or reads
+#                exactly what ALEX reads -- never anything else
+# Phases:
+#   first   a fresh database, 6 transactions, the default settings: the
+#           close-time checkpoint is the first of a placeholder file
+#   full    320 transactions from an empty file, checkpoints every MiB
+#   normal  the same with ALEX_SYNC=normal, paced
+#   wal     the same in WAL mode, with SQLite's own WAL checkpoints
+#   multi   two processes writing one database at once
+# quick: every cut of "first" and a sample of the others (make check);
+# long: every cut of every phase in several models (make crashtest-long).
+# Prints per phase and in all "crashtest: N cuts, M failed".
+set -u
+B=$(cd "${1:?usage: crashtest.sh BUILD quick|long}" && pwd)
+profile=${2:-quick}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d /tmp/alex-crashtest.XXXXXX)
+keep_fail=${CRASHTEST_KEEP:-/tmp}
+trap 'rm -rf "$tmp"' EXIT
+PC=$B/tests/powercut
+CUTFS=$B/tests/cutfs
+JOBS=${CRASHTEST_JOBS:-2}
+total_cuts=0 total_fail=0
+
+# record PHASE: runs the phase's workload into $tmp/PHASE/{run,trace}
+record() {
+	local p=$1 d=$tmp/$1
+	rm -rf "$d" && mkdir -p "$d/run" "$d/start"
+	local env=(env LD_PRELOAD="$B/libalex-test.so" ALEX_TEST_RECORD="$d/trace"
+		ALEX_CHECKPOINT_MB=1 ALEX_SYNC_MS=50)
+	case $p in
+	first) env LD_PRELOAD="$B/libalex-test.so" ALEX_TEST_RECORD="$d/trace" \
+		"$PC" run "$d/run/db.db" "$d/acks" 6 0 ;;
+	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
+	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
+	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
+	multi)
+		"${env[@]}" "$PC" mrun "$d/run/db.db" 0 150 &
+		local a=$!
+		"${env[@]}" "$PC" mrun "$d/run/db.db" 1 150
+		local st=$?
+		wait $a || return 1
+		return $st ;;
+	esac
+}
+
+# judge PHASE K MODEL SEED -> prints nothing on success, one line on failure
+judge() {
+	local p=$1 k=$2 model=$3 seed=$4 d=$tmp/$1 c
+	c=$(mktemp -d "$tmp/cut.XXXXXX")
+	if ! "$CUTFS" cut "$d/trace" "$d/start" "$c/alex" "$k" "$model" "$seed" 2>"$c/err"; then
+		echo "FAIL $p K=$k $model $seed: cutfs: $(head -c 200 "$c/err")"
+		rm -rf "$c"; return
+	fi
+	cp -r "$c/alex" "$c/plain" && cp -r "$c/alex" "$c/alex2"
+	local mode=full cut_ns verdict
+	[ "$p" = normal ] && mode=normal
+	cut_ns=$(awk '{ print $1; exit }' "$c/alex/.cut")
+	if [ "$p" = multi ]; then
+		verdict=$(LD_PRELOAD=$B/libalex.so "$PC" mcheck "$c/alex/db.db" "$c/alex/.acks" 2 "$mode" \
+			2>"$c/stderr")
+	else
+		awk '{ print $2, $3 }' "$c/alex/.acks" >"$c/acks"
+		verdict=$(LD_PRELOAD=$B/libalex.so ALEX_SYNC=$mode "$PC" check "$c/alex/db.db" "$c/acks" \
+			"$mode" 50 "$cut_ns" 2>"$c/stderr")
+	fi
+	local why=""
+	case $verdict in ok*) ;; *) why="under ALEX: $verdict $(head -c 300 "$c/stderr")" ;; esac
+	if [ -z "$why" ]; then
+		local a b
+		a=$(LD_PRELOAD=$B/libalex.so "$PC" digest "$c/alex2/db.db" 2>/dev/null)
+		b=$(env -u LD_PRELOAD "$PC" digest "$c/plain/db.db" 2>/dev/null)
+		case $b in
+		"error file is not a database") ;;
+		"$a") ;;
+		*) why="without ALEX: '$b', under ALEX: '$a'" ;;
+		esac
+	fi
+	if [ -n "$why" ]; then
+		echo "FAIL $p K=$k $model $seed ($(cut -d' ' -f2- "$c/alex/.cut")): $why"
+		local keep
+		keep=$keep_fail/alex-crashtest-fail-$p-$k-$model-$seed
+		rm -rf "$keep" && cp -r "$c" "$keep" && cp "$d/trace" "$keep/trace"
+	fi
+	rm -rf "$c"
+}
+export -f judge
+export B PC CUTFS tmp keep_fail
+
+# cuts PHASE: the list of "PHASE K MODEL SEED" to judge
+cuts() {
+	local p=$1 n k i
+	n=$("$CUTFS" count "$tmp/$p/trace" | head -n 1)
+	[ "${n:-0}" -gt 0 ] || { echo "FAIL $p: nothing recorded" >&2; return 1; }
+	echo "crashtest: $p: $n writes, syncs and truncations recorded" >&2
+	local models=(lose keep tear subset)
+	if [ "$p" = first ] || [ "$profile" = long ]; then
+		for k in $(seq 1 $((n + 1))); do
+			for m in lose keep tear subset; do echo "$p $k $m $k"; done
+			if [ "$profile" = long ] || [ "$p" = first ]; then
+				echo "$p $k subset $((k * 7 + 1))"
+				echo "$p $k subset $((k * 13 + 2))"
+			fi
+		done
+	else
+		for i in $(seq 0 39); do
+			k=$((1 + i * n / 40))
+			echo "$p $k ${models[$((i % 4))]} $((k * 3 + i))"
+		done
+	fi
+}
+
+phases=${CRASHTEST_PHASES:-first full normal wal multi}
+for p in $phases; do
+	if ! record "$p" >"$tmp/$p.out" 2>&1; then
+		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
+		total_fail=$((total_fail + 1))
+		continue
+	fi
+	cuts "$p" >"$tmp/$p.jobs" || { total_fail=$((total_fail + 1)); continue; }
+	n=$(wc -l <"$tmp/$p.jobs")
+	xargs -P "$JOBS" -L 1 bash -c 'judge "$@"' _ <"$tmp/$p.jobs" >"$tmp/$p.fails"
+	f=$(grep -c '^FAIL' "$tmp/$p.fails")
+	head -n 5 "$tmp/$p.fails"
+	echo "crashtest: $p: $n cuts, $f failed"
+	total_cuts=$((total_cuts + n))
+	total_fail=$((total_fail + f))
+done
+echo "crashtest: $total_cuts cuts, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ "$total_cuts" -gt 0 ]

@@ -1,0 +1,87 @@
+#!/bin/bash
+# perms.sh BUILD - the log holds the database's pages, so it must never be
+# more open than the database: it gets the database's mode whatever the
+# umask (as SQLite gives its journal and WAL), the database's owner and
+# group when the program runs as root, and a log found wider than its
+# database is narrowed, or refused with one line naming it.  The checks
+# that change users need root; without it they are reported as skipped.
+set -u
+B=$(cd "${1:?usage: perms.sh BUILD}" && pwd)
+tmp=$(mktemp -d /tmp/alex-perms.XXXXXX)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+lib=$B/libalex.so
+pass=0 fail=0 skip=0
+t() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $what"; fi; }
+mode_of() { stat -c %a "$1" 2>/dev/null; }
+owner_of() { stat -c %U:%G "$1" 2>/dev/null; }
+
+# The log exists while the program runs (it is removed at the last close):
+# a Python program commits, then reports the log's mode and owner.
+while_open() { # DB [env...]: prints "mode owner:group" of DB-alex while DB is open
+	local db=$1
+	shift
+	env "$@" LD_PRELOAD="$lib" python3 -c '
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("create table if not exists t(x)")
+c.execute("insert into t values(1)")
+st = os.stat(sys.argv[1] + "-alex")
+import pwd, grp
+print("%o %s:%s" % (st.st_mode & 0o777, pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name))
+' "$db"
+}
+
+for um in 022 077; do
+	for m in 600 640 644; do
+		d=$tmp/u$um-m$m
+		mkdir -p "$d"
+		sqlite3 "$d/a.db" "create table t(x)"
+		chmod "$m" "$d/a.db"
+		got=$(umask "$um" && while_open "$d/a.db")
+		t "umask $um, database $m: log mode ${got%% *}" [ "${got%% *}" = "$m" ]
+		t "umask $um, database $m: database mode unchanged" [ "$(mode_of "$d/a.db")" = "$m" ]
+		t "umask $um, database $m: nothing left at rest" [ ! -e "$d/a.db-alex" ]
+	done
+done
+
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	grp=$(id -gn nobody)
+	# root on a database owned by someone else: the log is theirs too
+	d=$tmp/other
+	mkdir -p "$d"
+	sqlite3 "$d/a.db" "create table t(x)"
+	chown "nobody:$grp" "$d/a.db" && chmod 640 "$d/a.db"
+	got=$(while_open "$d/a.db")
+	t "root on nobody's 0640 database: log is nobody:$grp 640 (got '$got')" [ "$got" = "640 nobody:$grp" ]
+
+	# a kept log found wider than its database: narrowed (its owner may)
+	d=$tmp/wide
+	mkdir -p "$d"
+	sqlite3 "$d/a.db" "create table t(x)"
+	chmod 600 "$d/a.db"
+	ALEX_KEEP_LOG=1 LD_PRELOAD=$lib sqlite3 "$d/a.db" "insert into t values(1)"
+	chmod 644 "$d/a.db-alex"
+	got=$(while_open "$d/a.db" ALEX_KEEP_LOG=1)
+	t "a 0644 log beside a 0600 database is narrowed (got '$got')" [ "${got%% *}" = 600 ]
+
+	# ... and refused, with one line naming it, when the program may not
+	d=$tmp/refuse
+	mkdir -p "$d"
+	chmod 777 "$d"
+	sqlite3 "$d/a.db" "create table t(x); insert into t values(7)"
+	ALEX_KEEP_LOG=1 LD_PRELOAD=$lib sqlite3 "$d/a.db" "insert into t values(8)"
+	chown "nobody:$grp" "$d/a.db" && chmod 600 "$d/a.db"
+	chmod 666 "$d/a.db-alex" # root's, open to all: nobody may not narrow it
+	out=$(setpriv --reuid=nobody --regid="$grp" --clear-groups env LD_PRELOAD="$lib" \
+		sqlite3 "$d/a.db" "select count(*) from t" 2>&1)
+	t "an unnarrowable wide log: refused ($out)" \
+		[ "$(echo "$out" | grep -c "a.db-alex: mode 0666 lets in users the database (0600) keeps out")" = 1 ]
+	t "an unnarrowable wide log: the database is not read" [ "$(echo "$out" | grep -c '^2$')" = 0 ]
+	t "an unnarrowable wide log: left as it was" [ "$(mode_of "$d/a.db-alex")" = 666 ]
+else
+	skip=$((skip + 5))
+	echo "perms: owner checks not run (they need root, user nobody and setpriv)"
+fi
+echo "perms: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,100 @@
+#!/bin/bash
+# rest.sh BUILD - nothing beside the database at rest: after the last close
+# in the last process the log is gone (unless ALEX_KEEP_LOG=1 keeps it), and
+# the database is a plain SQLite file; `alex checkpoint` leaves the same.
+# The log is never removed under a process that still has it open, nor while
+# it holds commits: many short processes racing on one database lose
+# nothing and leave nothing.
+set -u
+B=$(cd "${1:?usage: rest.sh BUILD}" && pwd)
+tmp=$(mktemp -d /tmp/alex-rest.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+lib=$B/libalex.so
+pass=0 fail=0
+t() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $what"; fi; }
+plain() { env -u LD_PRELOAD sqlite3 "$@"; }
+alex() { env LD_PRELOAD="$lib" sqlite3 "$@"; }
+only_db() { [ "$(ls -A "$1")" = "$2" ]; }
+
+# the last close removes the log; the database reads plain
+d=$tmp/last; mkdir -p "$d"
+alex "$d/a.db" "create table t(x); insert into t values(1); insert into t values(2)"
+t "last close: only the database is left ($(ls -A "$d" | tr '\n' ' '))" only_db "$d" a.db
+t "last close: plain SQLite reads it" [ "$(plain "$d/a.db" "select count(*) from t; pragma integrity_check" | tr '\n' ' ')" = "2 ok " ]
+
+# a reader that only reads never makes a log
+alex "$d/a.db" "select count(*) from t" >/dev/null
+t "a read-only session makes no log" only_db "$d" a.db
+
+# ALEX_KEEP_LOG=1: the log stays, empty, and the database is still plain
+d=$tmp/keep; mkdir -p "$d"
+ALEX_KEEP_LOG=1 alex "$d/a.db" "create table t(x); insert into t values(1)"
+t "ALEX_KEEP_LOG=1 keeps the log" [ -e "$d/a.db-alex" ]
+t "ALEX_KEEP_LOG=1: the database is plain" [ "$(plain "$d/a.db" "select count(*) from t")" = 1 ]
+t "ALEX_KEEP_LOG=1: the kept log holds nothing" "$B/alex" stat "$d/a.db" >/dev/null
+alex "$d/a.db" "insert into t values(2)"
+t "without the setting, the next last close removes it" only_db "$d" a.db
+
+# alex checkpoint: a log left with commits (a kill) becomes nothing
+d=$tmp/tool; mkdir -p "$d"
+plain "$d/a.db" "create table t(x)"
+(LD_PRELOAD=$lib python3 -c '
+import os, signal, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(20): c.execute("insert into t values(?)", (i,))
+os.kill(os.getpid(), signal.SIGKILL)' "$d/a.db") 2>/dev/null
+t "after a kill the log holds the commits" [ -e "$d/a.db-alex" ]
+t "after a kill plain SQLite is refused" [ "$(plain "$d/a.db" "select count(*) from t" 2>&1)" = "Error: in prepare, file is not a database (26)" ]
+"$B/alex" checkpoint --keep-log "$d/a.db"
+t "alex checkpoint --keep-log keeps it" [ -e "$d/a.db-alex" ]
+(LD_PRELOAD=$lib python3 -c '
+import os, signal, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("insert into t values(99)")
+os.kill(os.getpid(), signal.SIGKILL)' "$d/a.db") 2>/dev/null
+"$B/alex" checkpoint "$d/a.db"
+t "alex checkpoint: only the database is left" only_db "$d" a.db
+t "alex checkpoint: every commit is in it" [ "$(plain "$d/a.db" "select count(*) from t; pragma integrity_check" | tr '\n' ' ')" = "21 ok " ]
+
+# one process keeps the database open: another's last close must not
+# remove the log under it
+d=$tmp/open; mkdir -p "$d"
+plain "$d/a.db" "create table t(x)"
+LD_PRELOAD=$lib python3 -c '
+import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("insert into t values(1)")
+open(sys.argv[1] + ".ready", "w").close()
+while not os.path.exists(sys.argv[1] + ".go"): time.sleep(0.01)
+c.execute("insert into t values(3)")
+print(c.execute("select count(*) from t").fetchone()[0])' "$d/a.db" >"$d/out" &
+pid=$!
+for _ in $(seq 500); do [ -e "$d/a.db.ready" ] && break; sleep 0.01; done
+alex "$d/a.db" "insert into t values(2)"
+t "a second process's last close leaves the first's log" [ -e "$d/a.db-alex" ]
+touch "$d/a.db.go"
+wait $pid
+t "the first process goes on writing and reads 3 rows" [ "$(cat "$d/out")" = 3 ]
+rm -f "$d/a.db.ready" "$d/a.db.go" "$d/out"
+t "its last close removes the log" only_db "$d" a.db
+t "plain SQLite reads all 3" [ "$(plain "$d/a.db" "select count(*) from t")" = 3 ]
+
+# many short processes at once: opens racing last closes
+d=$tmp/race; mkdir -p "$d"
+plain "$d/a.db" "create table t(p, i)"
+for p in 1 2 3; do
+	(for i in $(seq 40); do
+		alex -cmd ".timeout 10000" "$d/a.db" "insert into t values($p, $i)" || echo "FAIL $p $i"
+	done) >"$d/err.$p" 2>&1 &
+done
+wait
+cat "$d"/err.* | head -n 3
+errs=$(cat "$d"/err.* | wc -l)
+rm -f "$d"/err.*
+t "racing short processes: no errors ($errs)" [ "$errs" = 0 ]
+t "racing short processes: every row ($(plain "$d/a.db" "select count(*) from t"))" \
+	[ "$(plain "$d/a.db" "select count(*), count(distinct p * 100 + i) from t; pragma integrity_check" | tr '\n' ' ')" = "120|120 ok " ]
+t "racing short processes: nothing left ($(ls -A "$d" | tr '\n' ' '))" only_db "$d" a.db
+
+echo "rest: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
