@@ -92,11 +92,14 @@ $(B)/tests/notes: examples/notes.c | $(B)/tests
 $(B)/tests/powercut: tests/preload/powercut.c core/io_test.h | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
 
+$(B)/tests/attach: tests/preload/attach.c core/io_test.h | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+
 $(B)/tests/cutfs: tests/preload/cutfs.c core/io_test.h | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $< -o $@
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
-	$(B)/tests/powercut $(B)/tests/cutfs
+	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach
 # memcheck over the differential tests: every SQL script through the sqlite3
 # shell and the C client under libalex.so, the dump through the log and
 # `alex checkpoint` under valgrind too (about 2 minutes on 2 idle CPUs;
@@ -158,6 +161,7 @@ check-preload: all $(PRELOAD_TESTS) check-shipped
 	tests/preload/perms.sh $(B)
 	tests/preload/rest.sh $(B)
 	tests/preload/wal_openers.sh $(B)
+	tests/preload/multidb.sh $(B)
 	tests/preload/regress.sh $(B)
 	tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
 	tests/preload/crashtest.sh $(B) quick

@@ -140,8 +140,12 @@ int alex_commit(alex_db *db);
  * the database file as programs without ALEX may have left it.  Call it with
  * no transaction open, when SQLite takes its SHARED lock; with a
  * transaction open it does nothing (that lock excludes other writers).
+ * locked: the caller holds SQLite's SHARED lock (or a stronger one) on the
+ * database, so no writer is between the two phases of a commit across
+ * databases, and a conditional commit whose super-journal still exists is
+ * over and rolled back (durably); 0 leaves it undecided (alex_in_doubt).
  */
-int alex_refresh(alex_db *db);
+int alex_refresh(alex_db *db, int locked);
 
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);
@@ -160,15 +164,56 @@ int alex_discard(alex_db *db);
  */
 int alex_sync_if_due(alex_db *db);
 
+/*
+ * Commits the open transaction as one database's part of a transaction
+ * across several (SQLite's ATTACH), whose commit point is the removal of
+ * SQLite's super-journal at super_path (absolute): after a crash the record
+ * stands only once that file no longer exists, or a later commit follows
+ * it in the log.  Synced whatever cfg.sync says.  Until alex_resolve, no
+ * checkpoint copies it into the database file.
+ */
+int alex_commit_cond(alex_db *db, const char *super_path);
+
+/* The transaction across databases is over (SQLite finalized its journals,
+ * after removing the super-journal, or rolled it back): checkpoints may
+ * copy the conditional commit. */
+void alex_resolve(alex_db *db);
+
+/* The super-journal of a conditional commit recovery found and could not
+ * yet decide on (its file still exists and no lock showed that the
+ * transaction is over), or NULL. */
+const char *alex_in_doubt(const alex_db *db);
+
+/* The log's records, for the tools (alex stat, verify). */
+enum alex_rec_state {
+	ALEX_RS_COMMITTED,    /* its transaction committed */
+	ALEX_RS_CHECKPOINTED, /* ... and is in the database file already */
+	ALEX_RS_UNCOMMITTED,  /* a spill of a transaction that never committed */
+	ALEX_RS_UNDECIDED     /* a conditional commit whose super-journal exists:
+				 the next SQLite lock rolls it back */
+};
+struct alex_recinfo {
+	uint64_t off, lsn, txn;
+	uint32_t rec_len, nblocks, flags; /* flags: format.h, COMMIT and COND */
+	char *cond;                       /* COND: the super-journal, else NULL */
+	enum alex_rec_state state;
+};
+/* Nonzero from fn stops the walk and is returned. */
+typedef int (*alex_rec_fn)(void *arg, const struct alex_recinfo *ri);
+/* Calls fn for every valid record of the current epoch, in log order, with
+ * the state recovery gives it; reads only. */
+int alex_records(alex_db *db, alex_rec_fn fn, void *arg);
+const char *alex_rec_state_name(enum alex_rec_state s);
+
 /* Makes every committed transaction durable (a no-op when it already is). */
 int alex_sync(alex_db *db);
 
 /*
- * Catches up (alex_refresh), copies committed blocks into the base files and
- * begins a new epoch; the base is a plain SQLite file after it.  Takes the
- * log's checkpoint lock, so that engines holding only SQLite's SHARED lock
- * may call it side by side.  The caller keeps other writers out (SQLite's
- * locks).
+ * Catches up (alex_refresh, locked), copies committed blocks into the base
+ * files and begins a new epoch; the base is a plain SQLite file after it.
+ * Takes the log's checkpoint lock, so that engines holding only SQLite's
+ * SHARED lock may call it side by side.  The caller holds SQLite's SHARED
+ * lock or a stronger one, and so keeps other writers out.
  */
 int alex_checkpoint(alex_db *db);
 
@@ -231,6 +276,12 @@ struct alex_stats {
 	uint64_t space_checkpoints; /* checkpoints to make room on a full disk */
 	uint64_t log_trims;        /* preallocated log space given back */
 	uint64_t fenced_epochs;    /* epochs whose first commit fenced the base */
+	uint64_t cond_commits;     /* commits of one database of a transaction
+				      across several (alex_commit_cond) */
+	uint64_t cond_applied;     /* recovered conditional commits whose
+				      super-journal was gone: committed */
+	uint64_t cond_discarded;   /* ... whose super-journal remained after the
+				      transaction was over: rolled back */
 	uint64_t unmark_failures;  /* checkpoints whose fence could not come off */
 };
 

@@ -198,8 +198,8 @@ static int run_once(alex_db *db)
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (db->pending.n || db->txn_truncated)
-		return ALEX_EBUSY;
+	if (db->pending.n || db->txn_truncated || db->cond_open || db->doubt)
+		return ALEX_EBUSY; /* not while a transaction across databases is undecided */
 	if (!db->epoch_commits) {
 		/* the epoch's next record must put its fence back first */
 		db->epoch_started = 0;

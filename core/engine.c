@@ -76,6 +76,7 @@ static void free_db(alex_db *db)
 	free(db->log_path);
 	alex_map_free(&db->map);
 	alex_map_free(&db->pending);
+	free(db->doubt);
 	alex_col_free(&db->col);
 	free(db->rec);
 	free(db->scratch);
@@ -199,7 +200,7 @@ static int load_block(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	return 0;
 }
 
-static int reload(alex_db *db, int force);
+static int reload(alex_db *db, int force, int may_abort);
 static int txn_open(const alex_db *db);
 static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off,
 		     size_t *got);
@@ -217,7 +218,7 @@ int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off
 	int err = read_once(db, f, buf, len, off, got);
 	if (err == ALEX_EBADBLOCK && !db->failed && !txn_open(db)) {
 		uint64_t epoch = db->hdr.epoch;
-		if (reload(db, 0) == 0 && db->hdr.epoch != epoch)
+		if (reload(db, 0, 0) == 0 && db->hdr.epoch != epoch)
 			err = read_once(db, f, buf, len, off, got);
 	}
 	return err;
@@ -314,11 +315,16 @@ static int stage(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	if (k > 1)
 		qsort(db->order, k, sizeof *db->order, ks_cmp);
 
-	uint64_t hdr_len = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
+	/* a commit of one database of a transaction across several carries
+	 * the super-journal's path after the table (format.h: COND) */
+	uint32_t cond_len = (flags & ALEX_REC_COND) ? (uint32_t)strlen(db->cond) : 0;
+	uint64_t table_end = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
+	uint64_t hdr_len = table_end + cond_len;
 	if ((err = reserve_rec(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
 		return err;
 	uint8_t *rec = db->rec;
 	uint64_t pos = hdr_len;
+	memcpy(rec + table_end, db->cond ? db->cond : "", cond_len);
 	for (uint32_t i = 0; i < k; i++) {
 		struct alex_entry e = { alex_key_block(db->order[i].key),
 					(uint8_t)alex_key_file(db->order[i].key), 0, 0, 0 };
@@ -335,6 +341,7 @@ static int stage(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 
 	struct alex_rec r = { 0 };
 	r.hdr_len = (uint32_t)hdr_len;
+	r.cond_len = cond_len;
 	r.rec_len = (uint32_t)rec_len;
 	r.nblocks = k;
 	r.epoch = db->hdr.epoch;
@@ -343,13 +350,14 @@ static int stage(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	r.flags = flags;
 	r.nonce = db->nonce;
 	r.prev_crc = db->prev_crc;
-	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, (size_t)k * ALEX_REC_ENTRY);
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, (size_t)(hdr_len - ALEX_REC_FIXED));
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		r.size[f] = db->size[f];
 		r.trunc[f] = db->trunc[f];
 	}
 	alex_rec_encode(rec, &r);
 	db->prev_crc_staged = r.hdr_crc;
+	db->staged_hdr_len = (uint32_t)hdr_len;
 	*len = (uint32_t)rec_len;
 	*n = k;
 	return 0;
@@ -360,7 +368,7 @@ static int stage(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 static int publish(alex_db *db, struct alex_map *target, uint64_t rec_off, uint32_t len,
 		   uint32_t n)
 {
-	uint64_t pos = rec_off + ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * n;
+	uint64_t pos = rec_off + db->staged_hdr_len;
 	int err = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -531,6 +539,8 @@ int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint6
 
 	if (db->failed)
 		return ALEX_EFAILED;
+	if (db->doubt)
+		return ALEX_EBUSY; /* a record would go over the undecided group */
 	if (!valid_file(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
 		return ALEX_EINVAL;
 	if (off + len < off || off + len > ALEX_MAX_FILE)
@@ -568,6 +578,8 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 
 	if (db->failed)
 		return ALEX_EFAILED;
+	if (db->doubt)
+		return ALEX_EBUSY; /* a record would go over the undecided group */
 	if (!valid_file(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
 		return ALEX_EINVAL;
 	if (size > ALEX_MAX_FILE)
@@ -697,7 +709,7 @@ static int write_commit(alex_db *db, uint32_t *len, uint32_t *n, uint64_t *off)
 
 	for (int again = 0;; again = 1) {
 		if (!(err = first_commit(db)) && !(err = ensure_epoch(db)) &&
-		    !(err = stage(db, ALEX_REC_COMMIT, len, n)))
+		    !(err = stage(db, ALEX_REC_COMMIT | (db->cond ? ALEX_REC_COND : 0), len, n)))
 			err = alex_log_append(db, *len, off);
 		/* a checkpoint begins a new epoch: stage the record again */
 		if (!full(err) || again || make_room(db) != 0)
@@ -705,8 +717,9 @@ static int write_commit(alex_db *db, uint32_t *len, uint32_t *n, uint64_t *off)
 	}
 }
 
-/* sync: FULL's promise, that the record is on disk before this returns */
-static int commit(alex_db *db, int sync)
+/* sync: FULL's promise, that the record is on disk before this returns.
+ * cond: the super-journal of a transaction across databases (or NULL). */
+static int commit(alex_db *db, int sync, const char *cond)
 {
 	uint32_t len, n;
 	uint64_t off;
@@ -717,7 +730,9 @@ static int commit(alex_db *db, int sync)
 	if (!txn_open(db))
 		return 0;
 	int to_wal = enters_wal(db);
+	db->cond = cond;
 	err = write_commit(db, &len, &n, &off);
+	db->cond = NULL;
 	if (full(err) && drop_unchanged(db))
 		return 0;
 	if (err)
@@ -750,6 +765,11 @@ static int commit(alex_db *db, int sync)
 	db->txn_truncated = 0;
 	db->epoch_commits++;
 	db->st.commits++;
+	if (cond) {
+		db->cond_open = 1;
+		db->st.cond_commits++;
+		return 0; /* synced above; no checkpoint until it is resolved */
+	}
 	if (!sync && db->cfg.sync != ALEX_SYNC_OFF) {
 		uint64_t now = alex_now_ns();
 		db->unsynced_commit = 1;
@@ -774,7 +794,31 @@ static int commit(alex_db *db, int sync)
 
 int alex_commit(alex_db *db)
 {
-	return commit(db, db->cfg.sync == ALEX_SYNC_FULL);
+	/* after a conditional commit, before it is resolved, SQLite commits
+	 * only its rollback of the transaction (a later database failed), and
+	 * syncs that: it must not be lost while the conditional one stands */
+	int sync = db->cfg.sync == ALEX_SYNC_FULL ||
+		   (db->cond_open && db->cfg.sync != ALEX_SYNC_OFF);
+	return commit(db, sync, NULL);
+}
+
+int alex_commit_cond(alex_db *db, const char *super_path)
+{
+	if (!super_path || !*super_path || strlen(super_path) > ALEX_COND_MAX)
+		return ALEX_EINVAL;
+	/* the commit point is another file's removal: this record must be on
+	 * disk before it, whatever the sync mode */
+	return commit(db, db->cfg.sync != ALEX_SYNC_OFF, super_path);
+}
+
+void alex_resolve(alex_db *db)
+{
+	db->cond_open = 0;
+}
+
+const char *alex_in_doubt(const alex_db *db)
+{
+	return db->doubt;
 }
 
 int alex_sync_if_due(alex_db *db)
@@ -799,15 +843,18 @@ int alex_sync(alex_db *db)
 }
 
 /* Starts over from the base files: another engine checkpointed, or the log
- * came or went. */
-static int restart(alex_db *db)
+ * came or went.  A conditional group recovery held back is decided at once
+ * when the caller may (alex_refresh_scan). */
+static int restart(alex_db *db, int may_abort)
 {
 	int err;
 
 	alex_map_clear(&db->map);
 	if ((err = open_bases(db)) || (err = alex_recover(db)))
 		return err;
-	return 0;
+	if (may_abort && db->doubt)
+		err = alex_refresh_scan(db, 1);
+	return err;
 }
 
 /*
@@ -820,7 +867,7 @@ static int restart(alex_db *db)
  * a program without ALEX may have written them (the fence is down): their
  * sizes are read again.
  */
-static int reload(alex_db *db, int force)
+static int reload(alex_db *db, int force, int may_abort)
 {
 	struct alex_loghdr h;
 	int changed, err;
@@ -830,7 +877,7 @@ static int reload(alex_db *db, int force)
 	if (changed && (err = alex_log_reopen(db)))
 		return err;
 	if (force || changed)
-		err = restart(db);
+		err = restart(db, may_abort);
 	else if (db->log_fd < 0 || db->log_stub)
 		err = open_bases(db);
 	else if ((err = alex_log_read_header(db, &h)) == ALEX_ENOLOG)
@@ -838,11 +885,11 @@ static int reload(alex_db *db, int force)
 	else if (!err && (h.epoch != db->hdr.epoch || h.salt != db->hdr.salt ||
 			  memcmp(h.uuid, db->hdr.uuid, 16) != 0 || !db->epoch_live)) {
 		db->hdr = h;
-		err = restart(db);
+		err = restart(db, may_abort);
 	} else if (!err) {
 		if (memcmp(&h, &db->hdr, sizeof h) != 0)
 			db->hdr = db->hdr_disk = h; /* the epoch became fenced */
-		if (!(err = alex_refresh_scan(db)) && !db->epoch_commits)
+		if (!(err = alex_refresh_scan(db, may_abort)) && !db->epoch_commits)
 			err = open_bases(db);
 	}
 	if (err)
@@ -854,13 +901,13 @@ static int reload(alex_db *db, int force)
 	return 0;
 }
 
-int alex_refresh(alex_db *db)
+int alex_refresh(alex_db *db, int locked)
 {
 	if (db->failed)
 		return ALEX_EFAILED;
 	if (txn_open(db))
 		return 0;
-	return reload(db, 0);
+	return reload(db, 0, locked);
 }
 
 int alex_discard(alex_db *db)
@@ -873,7 +920,7 @@ int alex_discard(alex_db *db)
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->trunc[f] = ALEX_NO_TRUNC;
 	/* the committed map may already hold the dropped truncations' cuts */
-	return reload(db, 1);
+	return reload(db, 1, 0);
 }
 
 int alex_holds_pages(const alex_db *db)
@@ -895,7 +942,7 @@ int alex_checkpoint(alex_db *db)
 		return ALEX_EFAILED;
 	if ((err = alex_log_lock_ckpt(db, 1)))
 		return err;
-	if (!(err = alex_refresh(db)))
+	if (!(err = alex_refresh(db, 1)))
 		err = alex_ckpt_run(db);
 	if ((rc = alex_log_lock_ckpt(db, 0)) && !err)
 		err = rc;
@@ -913,6 +960,7 @@ void alex_set_checkpoint_on_close(alex_db *db, int on)
 static int removable(const alex_db *db)
 {
 	return !db->failed && !db->epoch_commits && !txn_open(db) && !db->pending.n &&
+	       !db->doubt && !db->cond_open &&
 	       db->st.stop_reason <= ALEX_STOP_STALE && !db->st.lost_offset;
 }
 

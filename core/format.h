@@ -40,13 +40,17 @@
  *
  *   off len  field
  *     0   4  magic      "ALXR"
- *     4   4  hdr_len    112 + 20 * nblocks
+ *     4   4  hdr_len    112 + 20 * nblocks + cond_len
  *     8   4  rec_len    whole record incl. padding; a multiple of 4096
  *    12   4  nblocks
  *    16   8  epoch      must equal the header's epoch
  *    24   8  lsn        must be the previous record's lsn + 1 (start_lsn first)
  *    32   8  txn        transaction id; spills carry their commit's id
  *    40   4  flags      bit 0 COMMIT: this record ends transaction txn
+ *                       bit 1 COND: a commit of one database of a transaction
+ *                       across several (SQLite's super-journal); it stands
+ *                       once a later commit follows it in the epoch, or once
+ *                       the super-journal it names no longer exists
  *    44   4  nonce      random per engine open: two writers never share a chain
  *    48   4  prev_crc   hdr_crc of the previous record (the salt for the first)
  *    52   4  table_crc  crc32c of the block table
@@ -55,7 +59,8 @@
  *    80  24  trunc[3]   lowest size each file had during this record's writes,
  *                       or all-ones: bytes at or past it no longer come from
  *                       older records or the base file
- *   104   4  reserved   0
+ *   104   4  cond_len   length of the super-journal's path after the table
+ *                       (COND), 1..4096; 0 otherwise (format 1: reserved 0)
  *   108   4  hdr_crc    crc32c of bytes 0..107
  *
  * Block table, nblocks entries of 20 bytes, sorted by (file, block):
@@ -65,6 +70,9 @@
  *    10   2  reserved   0
  *    12   4  stored_len 1..4096; exactly 4096 when not compressed
  *    16   4  crc        crc32c of the stored bytes
+ *
+ * Then, for COND, cond_len bytes: the super-journal's absolute path, no NUL;
+ * table_crc covers them with the table.
  *
  * Payload: the stored bytes of each block in table order, packed, starting at
  * hdr_len; then zeros up to rec_len.  Header embedding: a one-block commit
@@ -100,6 +108,8 @@
 #define ALEX_REC_FIXED 112u
 #define ALEX_REC_ENTRY 20u
 #define ALEX_REC_COMMIT 1u
+#define ALEX_REC_COND 2u
+#define ALEX_COND_MAX 4096u   /* longest super-journal path a record holds */
 #define ALEX_BLK_LZ4 1u
 #define ALEX_NO_TRUNC UINT64_MAX
 /* No logical file may be larger (SQLite's own limit is just below it). */
@@ -121,6 +131,7 @@ struct alex_loghdr {
 
 struct alex_rec {
 	uint32_t hdr_len, rec_len, nblocks;
+	uint32_t cond_len; /* COND: bytes of the super-journal path after the table */
 	uint64_t epoch, lsn, txn;
 	uint32_t flags, nonce, prev_crc, table_crc;
 	uint64_t size[ALEX_NFILES];

@@ -68,6 +68,7 @@ struct alex_db {
 	uint64_t next_lsn;
 	uint32_t prev_crc;
 	uint32_t prev_crc_staged; /* hdr_crc of the record being written */
+	uint32_t staged_hdr_len;  /* its header, table and condition */
 	uint32_t nonce;
 	uint64_t txn;         /* id of the open transaction */
 	uint64_t epoch_commits; /* commit records in the current epoch */
@@ -92,6 +93,13 @@ struct alex_db {
 	size_t rec_cap;
 	uint8_t *scratch;         /* two blocks: decode input, block assembly */
 	struct alex_ks *order;    /* live collector slots sorted by key */
+
+	/* transactions across databases (alex_commit_cond) */
+	const char *cond;         /* the super-journal of the record being staged */
+	int cond_open;            /* a conditional commit not yet resolved: no
+				     checkpoint may copy it */
+	char *doubt;              /* recovery: the super-journal of a held group */
+	uint64_t doubt_off;       /* where that group starts in the log */
 
 	int unsynced_commit;      /* a commit record is not yet synced */
 	int unsynced_spill;       /* a spill record is not yet synced */
@@ -169,8 +177,11 @@ uint32_t alex_random32(void);
 
 /* recover.c */
 int alex_recover(struct alex_db *db);
-/* Applies records other engines committed since this one last looked. */
-int alex_refresh_scan(struct alex_db *db);
+/* Applies records other engines committed since this one last looked.
+ * may_abort: the caller holds SQLite's SHARED lock, so a transaction across
+ * databases whose super-journal still exists is over, and its conditional
+ * records here are rolled back (made invalid, durably). */
+int alex_refresh_scan(struct alex_db *db, int may_abort);
 
 /* protect.c: the base file's mark while the log holds newer pages */
 #define ALEX_MARK 0xa1u

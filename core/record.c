@@ -87,7 +87,7 @@ void alex_rec_encode(uint8_t *out, struct alex_rec *r)
 		alex_put64(out + 56 + 8 * f, r->size[f]);
 		alex_put64(out + 80 + 8 * f, r->trunc[f]);
 	}
-	alex_put32(out + 104, 0);
+	alex_put32(out + 104, r->cond_len);
 	r->hdr_crc = alex_crc32c(0, out, 108);
 	alex_put32(out + 108, r->hdr_crc);
 }
@@ -118,8 +118,9 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 		return ALEX_STOP_END;
 	}
 	r->hdr_crc = alex_get32(buf + 108);
-	if (r->hdr_crc != alex_crc32c(0, buf, 108) || alex_get32(buf + 104) != 0)
+	if (r->hdr_crc != alex_crc32c(0, buf, 108))
 		return ALEX_STOP_BAD_HEADER;
+	r->cond_len = alex_get32(buf + 104);
 	r->hdr_len = alex_get32(buf + 4);
 	r->rec_len = alex_get32(buf + 8);
 	r->nblocks = alex_get32(buf + 12);
@@ -143,9 +144,12 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 		    (r->trunc[f] != ALEX_NO_TRUNC && r->trunc[f] > ALEX_MAX_FILE))
 			return ALEX_STOP_BAD_HEADER;
 	if (r->nblocks > ALEX_REC_MAX_BLOCKS ||
-	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks ||
+	    r->cond_len > ALEX_COND_MAX ||
+	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks + r->cond_len ||
 	    r->rec_len % ALEX_BLOCK != 0 || r->rec_len > ALEX_REC_MAX ||
-	    r->rec_len < r->hdr_len || (r->flags & ~ALEX_REC_COMMIT) != 0)
+	    r->rec_len < r->hdr_len || (r->flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND)) != 0 ||
+	    !(r->flags & ALEX_REC_COND) != !r->cond_len ||
+	    ((r->flags & ALEX_REC_COND) && !(r->flags & ALEX_REC_COMMIT)))
 		return ALEX_STOP_BAD_HEADER;
 	if (r->rec_len > room)
 		return ALEX_STOP_TRUNCATED;
@@ -157,7 +161,7 @@ int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 	const uint8_t *tab = rec + ALEX_REC_FIXED;
 	uint64_t pos = r->hdr_len;
 
-	if (alex_crc32c(0, tab, (size_t)r->nblocks * ALEX_REC_ENTRY) != r->table_crc)
+	if (alex_crc32c(0, tab, (size_t)r->nblocks * ALEX_REC_ENTRY + r->cond_len) != r->table_crc)
 		return ALEX_STOP_BAD_TABLE;
 	for (uint32_t i = 0; i < r->nblocks; i++) {
 		struct alex_entry e;

@@ -136,9 +136,11 @@ static int adopt_next_epoch(alex_db *db)
 }
 
 /*
- * After the scan stopped at a damaged record: is there a record of this
- * epoch further on?  Then the damage is not a torn tail but lost commits,
- * and the caller should say so loudly.  Reads header blocks only.
+ * After the scan stopped at a damaged record: is there a commit record of
+ * this epoch further on?  Then the damage is not a torn tail but lost
+ * commits, and the caller should say so loudly.  Spills do not count: those
+ * of a transaction a crash abandoned stay behind the records written over
+ * its start, and prove nothing lost.  Reads header blocks only.
  */
 static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 {
@@ -150,7 +152,8 @@ static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 		if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, b, ALEX_REC_FIXED, off, &got)))
 			return err;
 		if (got < ALEX_REC_FIXED || alex_get32(b) != ALEX_REC_MAGIC ||
-		    alex_get32(b + 108) != alex_crc32c(0, b, 108))
+		    alex_get32(b + 108) != alex_crc32c(0, b, 108) ||
+		    !(alex_get32(b + 40) & ALEX_REC_COMMIT))
 			continue;
 		if (alex_get64(b + 16) == db->hdr.epoch && alex_get64(b + 24) > lsn) {
 			db->st.lost_offset = off;
@@ -161,22 +164,98 @@ static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 }
 
 /*
+ * A commit of one database of a transaction across several (format.h:
+ * COND) waits here until it is decided: a later commit in the log, or its
+ * super-journal gone, says it committed (SQLite's own rule for a hot
+ * journal that names a super-journal).
+ */
+struct held {
+	struct ops ops;
+	int on;
+	uint64_t start, end, lsn, txn;  /* its records, and the state after it */
+	uint64_t commit_off;            /* its commit record */
+	uint32_t prev;
+	uint64_t size[ALEX_NFILES];
+	char path[ALEX_COND_MAX + 1];   /* the super-journal */
+};
+
+/* The group in ops, ended by the commit record r, becomes committed. */
+static int commit_group(alex_db *db, struct ops *ops, const uint64_t size[ALEX_NFILES],
+			uint64_t end, uint64_t lsn, uint32_t prev, uint64_t txn, uint64_t *commits)
+{
+	int err = apply(db, ops);
+
+	if (err)
+		return err;
+	ops->n = 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->csize[f] = size[f];
+	(*commits)++;
+	db->epoch_commits++;
+	db->append_off = end;
+	db->next_lsn = lsn;
+	db->prev_crc = prev;
+	db->txn = txn + 1;
+	return 0;
+}
+
+/*
+ * The scan ended with a conditional group held.  Its super-journal gone:
+ * committed.  Still there: undecided -- unless the caller holds SQLite's
+ * SHARED lock, which no writer lets go before its super-journal is
+ * removed: then the transaction is over and did not commit, and its commit
+ * record's header is zeroed and synced, so that no later look (when a
+ * recovery of another database has removed the super-journal) can take it
+ * for committed.  Its spills, if any, are left as an abandoned tail.
+ */
+static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
+{
+	const struct alex_io_ops *io = db->io.ops;
+	static const uint8_t zero[ALEX_BLOCK];
+	int exists, err;
+
+	if ((err = io->exists(db->io.ctx, h->path, &exists)))
+		return err;
+	if (!exists) {
+		db->st.cond_applied++;
+		return commit_group(db, &h->ops, h->size, h->end, h->lsn, h->prev, h->txn, commits);
+	}
+	if (!may_abort) {
+		free(db->doubt);
+		if (!(db->doubt = strdup(h->path)))
+			return ALEX_ENOMEM;
+		db->doubt_off = h->start;
+		return 0;
+	}
+	if ((err = io->pwrite(db->io.ctx, db->log_fd, zero, ALEX_BLOCK, h->commit_off)) ||
+	    (err = alex_log_sync(db)))
+		return err;
+	db->st.cond_discarded++;
+	return 0;
+}
+
+/*
  * Reads records from db->append_off on, expecting db->next_lsn and
  * db->prev_crc, and applies every committed one; the position moves past
  * the last COMMIT record.  Says where and why it stopped.
  */
-static int scan(alex_db *db, uint64_t *commits, uint64_t *stop, enum alex_stop *why_out,
-		uint64_t *uncommitted_out)
+static int scan(alex_db *db, int may_abort, uint64_t *commits, uint64_t *stop,
+		enum alex_stop *why_out, uint64_t *uncommitted_out)
 {
 	const struct alex_io_ops *io = db->io.ops;
 	struct ops ops = { 0 };
-	uint64_t off = db->append_off, lsn = db->next_lsn, uncommitted = 0;
+	struct held *h = calloc(1, sizeof *h);
+	uint64_t off = db->append_off, lsn = db->next_lsn, uncommitted = 0, group = off;
 	uint32_t prev = db->prev_crc;
 	enum alex_stop why = ALEX_STOP_END;
 	struct alex_rec r;
 	size_t got;
 	int err = 0;
 
+	if (!h)
+		return ALEX_ENOMEM;
+	free(db->doubt);
+	db->doubt = NULL;
 	for (;;) {
 		uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
 		if (room < ALEX_BLOCK) {
@@ -215,26 +294,43 @@ static int scan(alex_db *db, uint64_t *commits, uint64_t *stop, enum alex_stop *
 		lsn++;
 		prev = r.hdr_crc;
 		off += r.rec_len;
-		if (r.flags & ALEX_REC_COMMIT) {
-			if ((err = apply(db, &ops)))
-				goto out;
+		if (!(r.flags & ALEX_REC_COMMIT))
+			continue;
+		/* a later commit decides a held group: it committed */
+		if (h->on && (err = commit_group(db, &h->ops, h->size, h->end, h->lsn, h->prev,
+						 h->txn, commits)))
+			goto out;
+		h->on = 0;
+		uncommitted = 0;
+		if (r.flags & ALEX_REC_COND) {
+			struct ops t = h->ops;
+			h->ops = ops;
+			ops = t;
 			ops.n = 0;
-			uncommitted = 0;
-			for (int f = 0; f < ALEX_NFILES; f++)
-				db->csize[f] = r.size[f];
-			(*commits)++;
-			db->epoch_commits++;
-			db->append_off = off;
-			db->next_lsn = lsn;
-			db->prev_crc = prev;
-			db->txn = r.txn + 1;
+			h->on = 1;
+			h->start = group;
+			h->end = off;
+			h->commit_off = off - r.rec_len;
+			h->lsn = lsn;
+			h->prev = prev;
+			h->txn = r.txn;
+			memcpy(h->size, r.size, sizeof h->size);
+			memcpy(h->path, db->rec + r.hdr_len - r.cond_len, r.cond_len);
+			h->path[r.cond_len] = 0;
+		} else if ((err = commit_group(db, &ops, r.size, off, lsn, prev, r.txn, commits))) {
+			goto out;
 		}
+		group = off;
 	}
 	*stop = off;
 	*why_out = why;
 	*uncommitted_out = uncommitted;
+	if (h->on)
+		err = decide(db, h, may_abort, commits);
 out:
 	free(ops.v);
+	free(h->ops.v);
+	free(h);
 	return err;
 }
 
@@ -276,8 +372,8 @@ int alex_recover(alex_db *db)
 	db->epoch_live = 1;
 	/* its records may follow once the base carries its fence */
 	db->epoch_started = db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr);
-	if ((err = scan(db, &db->st.recovered_commits, &db->st.stop_offset, &db->st.stop_reason,
-			&uncommitted)))
+	if ((err = scan(db, 0, &db->st.recovered_commits, &db->st.stop_offset,
+			&db->st.stop_reason, &uncommitted)))
 		return err;
 	/* Zeros or a bad record with this epoch's records after it: those are
 	 * lost commits, not a torn tail.  (Only at open: a refresh runs at
@@ -293,10 +389,10 @@ int alex_recover(alex_db *db)
 	return err;
 }
 
-int alex_refresh_scan(alex_db *db)
+int alex_refresh_scan(alex_db *db, int may_abort)
 {
 	uint64_t stop, uncommitted;
 	enum alex_stop why;
 
-	return scan(db, &db->st.remote_commits, &stop, &why, &uncommitted);
+	return scan(db, may_abort, &db->st.remote_commits, &stop, &why, &uncommitted);
 }

@@ -50,7 +50,11 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 {
 	ALEX_COUNT(refreshes, 1);
 	pthread_mutex_lock(&o->db->mu);
-	int rc = alex_refresh(o->db->eng);
+	int rc = alex_refresh(o->db->eng, 1);
+	if (!rc && o->db->ref_check && !alex_in_doubt(o->db->eng)) {
+		alex_multidb_cleanup(o->db);
+		o->db->ref_check = 0;
+	}
 	pthread_mutex_unlock(&o->db->mu);
 	if (!rc)
 		return 0;

@@ -99,7 +99,7 @@ static int all_zero(const void *buf, size_t n)
  */
 static ssize_t journal_done(struct ofd *o, ssize_t r)
 {
-	if (r >= 0 && alex_pdb_commit(o->db) != 0)
+	if (r >= 0 && alex_pdb_journal_done(o->db) != 0)
 		return -1;
 	return r;
 }
@@ -116,6 +116,8 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 		ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
 	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
 		return journal_done(o, r);
+	if (o && o->role == ROLE_JOURNAL && r == (ssize_t)n)
+		alex_multidb_journal_write(o->db, fd, buf, n, off);
 	return r;
 }
 ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)

@@ -296,6 +296,8 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 		int fd = pass(k, dirfd, path, flags, mode);
 		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
 			alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
+		if (fd >= 0)
+			ALEX_REC_WATCH(fd, path);
 		return fd;
 	}
 	if (alex_cfg.bad)
@@ -378,6 +380,7 @@ int alex_close_hook(int fd)
 	if (alex_fd_get(fd) && alex_vfork_child())
 		return REAL(close)(fd); /* the table is our parent's */
 	struct ofd *o = alex_fd_take(fd);
+	ALEX_REC_UNWATCH(fd);
 	int rc = REAL(close)(fd), saved = errno;
 
 	if (o)

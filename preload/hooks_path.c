@@ -48,7 +48,7 @@ static int drop_journal(struct pdb *db)
 	REAL(close)(db->jmem);
 	db->jmem = -1;
 	pthread_mutex_unlock(&db->mu);
-	int r = alex_pdb_commit(db);
+	int r = alex_pdb_journal_done(db);
 	int saved = errno;
 	alex_pdb_put(db);
 	errno = saved;
@@ -74,8 +74,22 @@ static void drop_log(int dirfd, const char *path)
 /* A file of SQLite's own that the test build records (record.h). */
 static void recorded_unlink(const char *path)
 {
-	if (alex_active() && path && alex_match(path, NULL, 0) == ROLE_WAL)
+	if (alex_active() && path &&
+	    (alex_match(path, NULL, 0) == ROLE_WAL || alex_rec_super_name(path)))
 		ALEX_REC_PATH(ALEX_TR_UNLINK, path, NULL);
+}
+
+/* A super-journal's removal commits a transaction across databases:
+ * every part of it must be in its log first (multidb.c). */
+static int before_super_unlink(const char *path)
+{
+	int err;
+
+	if (!alex_active() || !path || !alex_multidb_is_super(path) ||
+	    !(err = alex_multidb_super_unlink(path)))
+		return 0;
+	errno = err;
+	return -1;
 }
 
 ALEX_EXPORT int unlink(const char *path)
@@ -83,6 +97,8 @@ ALEX_EXPORT int unlink(const char *path)
 	struct pdb *db = mem_journal(AT_FDCWD, path);
 	if (db)
 		return drop_journal(db);
+	if (before_super_unlink(path))
+		return -1;
 	int r = REAL(unlink)(path);
 	if (r == 0 && is_db_path(path))
 		drop_log(AT_FDCWD, path);
@@ -96,6 +112,8 @@ ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 	struct pdb *db = mem_journal(dirfd, path);
 	if (db)
 		return drop_journal(db);
+	if (before_super_unlink(path))
+		return -1;
 	int r = REAL(unlinkat)(dirfd, path, flags);
 	if (r == 0 && !(flags & AT_REMOVEDIR) && is_db_path(path))
 		drop_log(dirfd, path);

@@ -213,6 +213,10 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 			 (unsigned long long)s.recovered_commits, (unsigned long long)s.stop_offset,
 			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
 	dir_identity(p);
+	/* a reference journal a crash left (multidb.c): removed once decided */
+	char jpath[PATH_MAX + 16];
+	snprintf(jpath, sizeof jpath, "%s-journal", canon);
+	p->ref_check = REAL(access)(jpath, F_OK) == 0;
 	ALEX_COUNT(engines, 1);
 	start_flusher();
 	p->next = head;
@@ -248,6 +252,27 @@ struct pdb *alex_pdb_find(const char *path)
 		p->refs++;
 	pthread_mutex_unlock(&reg);
 	return p;
+}
+
+int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
+{
+	struct pdb *v[64];
+	int n = 0, err = 0;
+
+	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p && n < 64; p = p->next, n++) {
+		p->refs++;
+		v[n] = p;
+	}
+	pthread_mutex_unlock(&reg);
+	for (int i = 0; i < n; i++) {
+		if (!err)
+			err = fn(v[i], arg);
+		alex_pdb_put(v[i]);
+	}
+	return err;
 }
 
 /* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
@@ -307,7 +332,7 @@ void alex_pdb_put(struct pdb *p)
 	 * drops nothing of SQLite's. */
 	int xfd = -1;
 	if (!rc && alex_cfg.engine.checkpoint_on_close && (xfd = exclusive_hold(p->path)) >= 0 &&
-	    ((rc = alex_refresh(p->eng)) || (rc = alex_checkpoint(p->eng))))
+	    ((rc = alex_refresh(p->eng, 1)) || (rc = alex_checkpoint(p->eng))))
 		alex_log(ALEX_LOG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
 			 p->path, alex_strerror(rc));
 	if (xfd >= 0)
@@ -322,6 +347,7 @@ void alex_pdb_put(struct pdb *p)
 		alex_log(ALEX_LOG_WARN, "%s: close: %s", p->path, alex_strerror(rc));
 	if (p->jmem >= 0)
 		REAL(close)(p->jmem);
+	free(p->super);
 	pthread_mutex_unlock(&life);
 	pthread_mutex_destroy(&p->mu);
 	free(p->path);
@@ -330,16 +356,29 @@ void alex_pdb_put(struct pdb *p)
 
 int alex_pdb_commit(struct pdb *db)
 {
-	int saved = errno;
+	int saved = errno, err = 0;
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_commit(db->eng);
+	if (db->super && !db->super_done)
+		err = alex_multidb_commit(db); /* one database of several */
+	else if ((err = alex_commit(db->eng)))
+		err = alex_errno_of(err);
 	pthread_mutex_unlock(&db->mu);
-	if (rc) {
-		errno = alex_errno_of(rc);
+	if (err) {
+		errno = err;
 		return -1;
 	}
 	errno = saved;
 	return 0;
+}
+
+int alex_pdb_journal_done(struct pdb *db)
+{
+	int r = alex_pdb_commit(db), saved = errno;
+	pthread_mutex_lock(&db->mu);
+	alex_multidb_end(db);
+	pthread_mutex_unlock(&db->mu);
+	errno = saved;
+	return r;
 }
 
 /*
@@ -358,7 +397,7 @@ int alex_pdb_wal_open(struct pdb *db)
 	int rc = 0;
 
 	pthread_mutex_lock(&db->mu);
-	rc = alex_refresh(db->eng);
+	rc = alex_refresh(db->eng, 1);
 	if (!rc && alex_holds_pages(db->eng))
 		rc = alex_checkpoint(db->eng);
 	if (!rc && alex_holds_pages(db->eng))
@@ -379,7 +418,8 @@ void alex_pdb_wal_closed(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
-		int rc = alex_refresh(db->eng);
+		/* SQLite may hold no lock while it closes its -wal */
+		int rc = alex_refresh(db->eng, 0);
 		if (rc)
 			alex_log(ALEX_LOG_ERROR, "%s: leaving WAL mode: %s", db->path, alex_strerror(rc));
 	}

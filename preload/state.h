@@ -30,6 +30,10 @@ struct pdb {
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
+	char *super;         /* the super-journal the in-memory journal names:
+				a transaction across databases (multidb.c) */
+	int super_done;      /* its conditional commit is written */
+	int ref_check;       /* a reference journal may be left to remove */
 	int wal_ofds;        /* SQLite's open -wal descriptions (atomic): while
 				there are any the database is in WAL mode, the
 				log holds nothing, and the file is SQLite's own */
@@ -96,6 +100,29 @@ int alex_pdb_wal_open(struct pdb *db);
 void alex_pdb_wal_closed(struct pdb *db);
 /* Commits db's open transaction at a boundary SQLite showed (pdb.c). */
 int alex_pdb_commit(struct pdb *db);
+/* The same when SQLite finalized db's journal: its transaction is over. */
+int alex_pdb_journal_done(struct pdb *db);
+
+/* Calls fn for each database this process has open (up to 64), holding a
+ * reference, not the registry; stops at the first nonzero result. */
+int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg);
+
+/* multidb.c: transactions across attached databases */
+/* Is path named as SQLite names a super-journal ("<db>-mj" and hex)? */
+int alex_multidb_is_super(const char *path);
+/* SQLite is about to remove the super-journal at path (absolute): the
+ * commit point.  0 or an errno for the unlink to fail with. */
+int alex_multidb_super_unlink(const char *path);
+/* A write to db's in-memory journal (fd), after it succeeded. */
+void alex_multidb_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off);
+/* The commit of db's part: reference journal, then conditional record.
+ * Holds db->mu.  0 or an errno. */
+int alex_multidb_commit(struct pdb *db);
+/* SQLite finalized db's journal: the transaction is over.  Holds db->mu. */
+void alex_multidb_end(struct pdb *db);
+/* After recovery decided: removes a reference journal left by a crash, and
+ * the super-journal once nothing names it.  Holds db->mu. */
+void alex_multidb_cleanup(struct pdb *db);
 
 /* Engine result -> errno for the caller. */
 int alex_errno_of(int rc);

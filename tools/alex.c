@@ -77,6 +77,22 @@ static void report(const char *path, const struct alex_stats *s)
 		printf("a damaged header slot was rewritten from the log\n");
 }
 
+/* A conditional commit: one database's part of a transaction across
+ * databases (SQLite's ATTACH and its super-journal), and its fate. */
+static int show_cond(void *arg, const struct alex_recinfo *ri)
+{
+	(void)arg;
+	if (!ri->cond)
+		return 0;
+	printf("record at byte %llu (txn %llu, %u blocks): part of a transaction across "
+	       "databases, super-journal %s: %s\n", (unsigned long long)ri->off,
+	       (unsigned long long)ri->txn, ri->nblocks, ri->cond,
+	       ri->state == ALEX_RS_UNDECIDED ?
+		       "not committed (its super-journal exists); the next program to open "
+		       "the database rolls it back" : alex_rec_state_name(ri->state));
+	return 0;
+}
+
 /*
  * recover: everything valid before the damage goes into the database (the
  * checkpoint), then the log is renamed FILE-alex.recovered-TIME so that its
@@ -182,8 +198,12 @@ int main(int argc, char **argv)
 	alex_stats(db, &st);
 	/* zeros followed by this epoch's records are lost commits too */
 	int damaged = st.stop_reason > ALEX_STOP_STALE || st.lost_offset;
-	if (!ckpt)
+	if (!ckpt) {
 		report(path, &st);
+		if ((rc = alex_records(db, show_cond, NULL)))
+			fprintf(stderr, "alex: %s-alex: cannot list its records: %s\n", path,
+				alex_strerror(rc));
+	}
 	if (ckpt && (rc = alex_checkpoint(db))) {
 		fprintf(stderr, "alex: %s: checkpoint failed: %s (the log is unchanged)\n", path,
 			alex_strerror(rc));

@@ -522,13 +522,13 @@ Test(engine, refresh_follows_another_engine)
 
 	for (uint32_t t = 1; t <= 6; t++) {
 		alex_db *w = t % 2 ? a : c, *o = t % 2 ? c : a;
-		cr_assert_eq(alex_refresh(w), 0);
+		cr_assert_eq(alex_refresh(w, 1), 0);
 		fill_block(b, t, t % 3);
 		cr_assert_eq(alex_write(w, ALEX_FILE_DB, b, BLK, (uint64_t)(t % 3) * BLK), 0);
 		cr_assert_eq(alex_commit(w), 0);
 		if (t == 3)
 			cr_assert_eq(alex_checkpoint(w), 0); /* a new epoch under the other */
-		cr_assert_eq(alex_refresh(o), 0);
+		cr_assert_eq(alex_refresh(o, 1), 0);
 		cr_assert_eq(alex_read(o, ALEX_FILE_DB, r, BLK, (uint64_t)(t % 3) * BLK, &got), 0);
 		cr_assert_arr_eq(r, b, BLK, "after txn %u the other engine reads it", t);
 		uint64_t sa, sc;

@@ -117,10 +117,14 @@ static void fuzz_record(uint8_t ctl, const uint8_t *data, size_t size)
 		goto out;
 	check(r.epoch == epoch && r.lsn == lsn && r.prev_crc == prev);
 	check(r.nblocks <= ALEX_REC_MAX_BLOCKS);
-	check(r.hdr_len == ALEX_REC_FIXED + ALEX_REC_ENTRY * r.nblocks);
+	check(r.cond_len <= ALEX_COND_MAX);
+	check(r.hdr_len == ALEX_REC_FIXED + ALEX_REC_ENTRY * r.nblocks + r.cond_len);
+	/* a condition only on a commit, and only with its path */
+	check(!(r.flags & ALEX_REC_COND) == !r.cond_len);
+	check(!(r.flags & ALEX_REC_COND) || (r.flags & ALEX_REC_COMMIT));
 	check(r.rec_len % ALEX_BLOCK == 0 && r.rec_len >= r.hdr_len);
 	check(r.rec_len <= ALEX_REC_MAX && r.rec_len <= room);
-	check((r.flags & ~ALEX_REC_COMMIT) == 0);
+	check((r.flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND)) == 0);
 	for (int f = 0; f < ALEX_NFILES; f++)
 		check(r.size[f] <= ALEX_MAX_FILE &&
 		      (r.trunc[f] == ALEX_NO_TRUNC || r.trunc[f] <= ALEX_MAX_FILE));

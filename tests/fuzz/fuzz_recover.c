@@ -32,14 +32,20 @@ static void repair(uint8_t *log, size_t len, uint32_t salt)
 		if (alex_get32(r) != ALEX_REC_MAGIC)
 			continue;
 		uint32_t n = alex_get32(r + 12) % 64;
-		uint32_t hdr_len = ALEX_REC_FIXED + ALEX_REC_ENTRY * n;
+		/* a conditional commit keeps a short path after its table */
+		uint32_t flags = alex_get32(r + 40) & 3;
+		if (flags == ALEX_REC_COND)
+			flags = 0;
+		uint32_t cond = flags & ALEX_REC_COND ? alex_get32(r + 104) % 64 + 1 : 0;
+		uint32_t hdr_len = ALEX_REC_FIXED + ALEX_REC_ENTRY * n + cond;
 		uint32_t rec_len = alex_get32(r + 8);
 		alex_put32(r + 12, n);
 		alex_put32(r + 4, hdr_len);
 		alex_put64(r + 16, 1);
 		alex_put64(r + 24, lsn);
 		alex_put32(r + 48, prev);
-		alex_put32(r + 104, 0);
+		alex_put32(r + 40, flags);
+		alex_put32(r + 104, cond);
 		if (rec_len <= len - off && hdr_len <= rec_len) {
 			uint64_t pos = hdr_len;
 			for (uint32_t i = 0; i < n; i++) {
@@ -50,7 +56,7 @@ static void repair(uint8_t *log, size_t len, uint32_t salt)
 				alex_put32(e + 16, alex_crc32c(0, r + pos, sl));
 				pos += sl;
 			}
-			alex_put32(r + 52, alex_crc32c(0, r + ALEX_REC_FIXED, (size_t)n * ALEX_REC_ENTRY));
+			alex_put32(r + 52, alex_crc32c(0, r + ALEX_REC_FIXED, hdr_len - ALEX_REC_FIXED));
 		}
 		alex_put32(r + 108, alex_crc32c(0, r, 108));
 		prev = alex_get32(r + 108);

@@ -21,6 +21,8 @@
 #   full    320 transactions from an empty file, checkpoints every MiB
 #   normal  the same with ALEX_SYNC=normal, paced
 #   wal     the same in WAL mode, with SQLite's own WAL checkpoints
+#   attach  two databases attached, every transaction writes both (SQLite's
+#           super-journal): all or none of each in both
 #   multi   two processes writing one database at once
 # quick: every cut of "first" and a sample of the others (make check);
 # long: every cut of every phase in several models (make crashtest-long).
@@ -49,6 +51,7 @@ record() {
 	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
+	attach) "${env[@]}" "$B/tests/attach" run "$d/run" 2 30 ;;
 	multi)
 		"${env[@]}" "$PC" mrun "$d/run/db.db" 0 150 &
 		local a=$!
@@ -58,6 +61,22 @@ record() {
 		return $st ;;
 	esac
 }
+
+# attach_verdict D C: the attach phase's judges, in the directory the run
+# used: a conditional commit names its super-journal by absolute path, as
+# SQLite's journals do, so the databases must be where they were.  One cut
+# at a time (flock); the plain verdict goes to C/plain.verdict.
+attach_verdict() {
+	local d=$1 c=$2
+	rm -rf "$d/run" && cp -r "$c/alex" "$d/run"
+	LD_PRELOAD=$B/libalex.so "$B/tests/attach" check "$d/run" 2 "$c/alex/.acks" full \
+		2>"$c/stderr"
+	rm -rf "$d/run" && cp -r "$c/plain" "$d/run"
+	env -u LD_PRELOAD "$B/tests/attach" check "$d/run" 2 "$c/alex/.acks" full \
+		>"$c/plain.verdict" 2>&1
+	rm -rf "$d/run"
+}
+export -f attach_verdict
 
 # judge PHASE K MODEL SEED -> prints nothing on success, one line on failure
 judge() {
@@ -71,7 +90,9 @@ judge() {
 	local mode=full cut_ns verdict
 	[ "$p" = normal ] && mode=normal
 	cut_ns=$(awk '{ print $1; exit }' "$c/alex/.cut")
-	if [ "$p" = multi ]; then
+	if [ "$p" = attach ]; then
+		verdict=$(flock "$d/judge.lock" bash -c 'attach_verdict "$@"' _ "$d" "$c")
+	elif [ "$p" = multi ]; then
 		verdict=$(LD_PRELOAD=$B/libalex.so "$PC" mcheck "$c/alex/db.db" "$c/alex/.acks" 2 "$mode" \
 			2>"$c/stderr")
 	else
@@ -81,7 +102,16 @@ judge() {
 	fi
 	local why=""
 	case $verdict in ok*) ;; *) why="under ALEX: $verdict $(head -c 300 "$c/stderr")" ;; esac
-	if [ -z "$why" ]; then
+	if [ -z "$why" ] && [ "$p" = attach ]; then
+		# without ALEX: each database refused, or all read as under ALEX
+		local b
+		b=$(cat "$c/plain.verdict")
+		case $b in
+		*"file is not a database"*) ;;
+		"$verdict") ;;
+		*) why="without ALEX: '$b', under ALEX: '$verdict'" ;;
+		esac
+	elif [ -z "$why" ]; then
 		local a b
 		a=$(LD_PRELOAD=$B/libalex.so "$PC" digest "$c/alex2/db.db" 2>/dev/null)
 		b=$(env -u LD_PRELOAD "$PC" digest "$c/plain/db.db" 2>/dev/null)
@@ -125,7 +155,7 @@ cuts() {
 	fi
 }
 
-phases=${CRASHTEST_PHASES:-first full normal wal multi}
+phases=${CRASHTEST_PHASES:-first full normal wal attach multi}
 for p in $phases; do
 	if ! record "$p" >"$tmp/$p.out" 2>&1; then
 		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
