@@ -25,31 +25,45 @@ MANS     = $(wildcard man/*.[1-9])
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/libalex-test.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
 	$(B)/alex-bench
 
-BENCH_SRC = tools/bench/stats.c tools/bench/diskstats.c tools/bench/worker.c tools/bench/probe.c \
-	tools/bench/plot.c tools/bench/short.c
-$(B)/alex-bench: tools/alex-bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/core
-	$(CC) $(ALEX_CFLAGS) -Itools $< $(BENCH_SRC) -o $@ -lsqlite3 -lm
+# every object and program records the headers it includes (-MMD -MP):
+# touching a header rebuilds exactly what includes it
+DEP = -MMD -MP
 
-$(B)/test-bench: tests/bench/test_bench.c $(BENCH_SRC) tools/bench/bench.h | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) -Itools/bench $< $(BENCH_SRC) -o $@ -lcriterion -lsqlite3 -lm
+BENCH_SRC = $(wildcard tools/bench/*.c)
+BENCH_OBJ = $(BENCH_SRC:tools/bench/%.c=$(B)/bench/%.o)
+$(B)/alex-bench: $(B)/bench/main.o $(BENCH_OBJ)
+	$(CC) $^ -o $@ -lsqlite3 -lm
+
+$(B)/bench/main.o: tools/alex-bench.c | $(B)/bench
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools -c $< -o $@
+$(B)/bench/%.o: tools/bench/%.c | $(B)/bench
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools -c $< -o $@
+
+$(B)/test-bench: tests/bench/test_bench.c $(BENCH_OBJ) | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools/bench $< $(BENCH_OBJ) -o $@ -lcriterion -lsqlite3 -lm
 
 $(B)/alex: tools/alex.c $(B)/libalex_core.a
-	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
 $(B)/alex-run: tools/alex-run | $(B)/core
 	cp $< $@
 
-$(B)/core/%.o: core/%.c core/*.h | $(B)/core
-	$(CC) $(ALEX_CFLAGS) -c $< -o $@
+$(B)/core/%.o: core/%.c | $(B)/core
+	$(CC) $(ALEX_CFLAGS) $(DEP) -c $< -o $@
 
-$(B)/preload/%.o: preload/%.c preload/*.h core/*.h | $(B)/preload
-	$(CC) $(ALEX_CFLAGS) -Ipreload -c $< -o $@
+$(B)/preload/%.o: preload/%.c | $(B)/preload
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Ipreload -c $< -o $@
 
-$(B)/preload-test/%.o: preload/%.c preload/*.h core/*.h | $(B)/preload-test
-	$(CC) $(ALEX_CFLAGS) -DALEX_TESTING -Ipreload -c $< -o $@
+$(B)/preload-test/%.o: preload/%.c | $(B)/preload-test
+	$(CC) $(ALEX_CFLAGS) $(DEP) -DALEX_TESTING -Ipreload -c $< -o $@
 
-$(B)/core $(B)/tests $(B)/preload $(B)/preload-test:
+$(B)/tests/core/%.o: tests/core/%.c | $(B)/tests/core
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itests/core -c $< -o $@
+
+$(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench:
 	mkdir -p $@
+
+-include $(wildcard $(B)/*.d $(B)/*/*.d $(B)/tests/core/*.d)
 
 # the interposer: core linked in, only the hooked libc names exported
 $(B)/libalex.so: $(PRE_OBJ) $(B)/libalex_core.a preload/libalex.map
@@ -76,27 +90,28 @@ $(B)/libalex_core.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
-	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
-$(B)/test-core: $(TEST_SRC) tests/core/*.h $(B)/libalex_core.a | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) -Itests/core $(TEST_SRC) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
+TEST_OBJ = $(TEST_SRC:tests/core/%.c=$(B)/tests/core/%.o)
+$(B)/test-core: $(TEST_OBJ) $(B)/libalex_core.a
+	$(CC) $(TEST_OBJ) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
 
 $(B)/tests/sqlrun-dyn: tests/preload/sqlrun.c | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 $(B)/tests/sqlrun-static: tests/preload/sqlrun.c | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@ -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -ldl -lpthread
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -Wl,-Bstatic -lsqlite3 -Wl,-Bdynamic -lm -ldl -lpthread
 
 $(B)/tests/notes: examples/notes.c | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 
-$(B)/tests/powercut: tests/preload/powercut.c core/io_test.h | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+$(B)/tests/powercut: tests/preload/powercut.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 
-$(B)/tests/attach: tests/preload/attach.c core/io_test.h | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@ -lsqlite3
+$(B)/tests/attach: tests/preload/attach.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 
-$(B)/tests/cutfs: tests/preload/cutfs.c core/io_test.h | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $< -o $@
+$(B)/tests/cutfs: tests/preload/cutfs.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
 	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach
@@ -239,7 +254,7 @@ $(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h $(C
 	clang $(FUZZ_CFLAGS) -DALEX_TESTING -Ipreload tests/fuzz/fuzz_config.c preload/config.c \
 		$(CORE_SRC) core/io_test.c -o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
-	$(CC) $(ALEX_CFLAGS) $< -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)
 
 # Every target for FUZZ_LONG_SECONDS, one after the other: each fuzzer uses
 # one core, and side by side they would only slow each other down.  All of
