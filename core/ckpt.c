@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ckpt.h"
+#include "db.h"
+#include "log.h"
+#include "protect.h"
 
 #define RUN_BLOCKS 64u /* blocks per base-file pwrite */
 

@@ -7,7 +7,8 @@
 #include <lz4.h>
 #include <string.h>
 
-#include "internal.h"
+#include "codec.h"
+#include "db.h"
 
 #define AUTO_MISSES 8   /* misses in a row before skipping */
 #define AUTO_SKIP 64    /* blocks stored raw without trying */

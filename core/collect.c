@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "db.h"
 
 int alex_col_init(struct alex_collect *c, uint32_t max_slots)
 {

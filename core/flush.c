@@ -2,7 +2,8 @@
  * unsynced and for how long, so it can be tested without a clock. */
 #include <time.h>
 
-#include "internal.h"
+#include "flush.h"
+#include "db.h"
 
 int alex_flush_due(const struct alex_config *cfg, uint64_t unsynced_bytes, uint64_t since_ns,
 		   uint64_t now_ns)

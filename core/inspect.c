@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "db.h"
 
 struct group {
 	struct alex_recinfo *v;

@@ -30,8 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "crc32c.h"
-#include "internal.h"
+#include "db.h"
+#include "log.h"
+#include "protect.h"
+#include "recover.h"
 
 static void random_bytes(void *buf, size_t n)
 {
@@ -413,7 +417,7 @@ fail:
 }
 
 /*
- * Appends the staged record (db->rec, built by engine.c).  Before the first
+ * Appends the staged record (db->rec, built by stage.c).  Before the first
  * record of an epoch the header goes out too, if it changed (FENCED, the
  * base copy): the record's fdatasync then covers both.
  */

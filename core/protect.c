@@ -42,7 +42,9 @@
 
 #include "bytes.h"
 #include "crc32c.h"
-#include "internal.h"
+#include "db.h"
+#include "log.h"
+#include "protect.h"
 
 static const char sqlite_magic[16] = "SQLite format 3";
 static const char placeholder[16] = "ALEX-log-pending";

@@ -18,7 +18,10 @@
 
 #include "bytes.h"
 #include "crc32c.h"
-#include "internal.h"
+#include "db.h"
+#include "log.h"
+#include "protect.h"
+#include "recover.h"
 
 struct op {
 	uint64_t key;         /* 0: a truncation of file to size */

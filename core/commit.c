@@ -1,0 +1,255 @@
+/*
+ * commit.c - a transaction's end: its commit record, written and (by the
+ * sync mode) synced, then published to the map; NORMAL mode's deferred
+ * syncs; commits across databases (format.h: COND); and what a commit
+ * may set off: a checkpoint, at the threshold or when SQLite enters WAL
+ * mode.
+ */
+#include <string.h>
+
+#include "ckpt.h"
+#include "engine.h"
+#include "flush.h"
+#include "log.h"
+
+static int sync_records(alex_db *db)
+{
+	int err = alex_log_sync(db);
+
+	if (err)
+		return err;
+	db->unsynced_commit = db->unsynced_spill = 0;
+	db->unsynced_bytes = 0;
+	db->unsynced_since_ns = 0;
+	return 0;
+}
+
+/*
+ * A full disk, and no checkpoint could make room: SQLite's answer to
+ * SQLITE_FULL is to roll back, writing the pages it changed back as they
+ * were -- a transaction that changes nothing, which needs no room.  Drop
+ * every collected block that equals its committed content; 1 if nothing of
+ * the transaction is left, which then commits as a no-op.
+ */
+static int drop_unchanged(alex_db *db)
+{
+	struct alex_collect *c = &db->col;
+	uint8_t *cur = db->scratch + ALEX_BLOCK;
+
+	if (db->pending.n)
+		return 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		if (db->size[f] != db->csize[f] ||
+		    (db->trunc[f] != ALEX_NO_TRUNC && db->trunc[f] < db->csize[f]))
+			return 0; /* a size change is a change */
+	for (uint32_t i = 0; i < c->used; i++) {
+		uint64_t k = c->slot_key[i];
+		if (!k)
+			continue;
+		if (alex_block_load(db, alex_key_file(k), alex_key_block(k), cur) ||
+		    memcmp(cur, alex_col_slot(c, i), ALEX_BLOCK) != 0)
+			return 0;
+		alex_map_del(&c->index, k);
+		c->slot_key[i] = 0;
+	}
+	alex_col_clear(c);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->trunc[f] = ALEX_NO_TRUNC;
+		db->limit[f] = db->climit[f];
+	}
+	db->txn_truncated = 0;
+	return 1;
+}
+
+/*
+ * Does the open transaction change page 1 into a WAL-mode header (SQLite's
+ * read and write versions 2)?  journal_mode=WAL writes exactly that, in a
+ * rollback-journal transaction of its own.
+ */
+static int enters_wal(alex_db *db)
+{
+	int64_t slot = alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0));
+
+	if (!db->cfg.protect_base || slot < 0)
+		return 0;
+	const uint8_t *p = alex_col_slot(&db->col, (uint32_t)slot);
+	return memcmp(p, "SQLite format 3", 16) == 0 && p[18] == 2 && p[19] == 2;
+}
+
+/*
+ * When to checkpoint: at checkpoint_bytes of log, or sooner when the file
+ * system runs short -- the log may take at most a quarter of what is free,
+ * so that it never crowds out the database it will be copied into.
+ */
+static uint64_t ckpt_threshold(alex_db *db)
+{
+	uint64_t t = db->cfg.checkpoint_bytes, avail;
+
+	if (db->space_avail < 4 * t && db->log_fd >= 0 &&
+	    db->io.ops->space(db->io.ctx, db->log_fd, &avail) == 0)
+		db->space_avail = avail;
+	if (db->space_avail / 4 < t)
+		t = db->space_avail / 4 > ALEX_BLOCK ? db->space_avail / 4 : ALEX_BLOCK;
+	return t;
+}
+
+/* Stages the open transaction as a commit record and writes it (not
+ * synced); a full disk first tries a checkpoint for room. */
+static int write_commit(alex_db *db, uint32_t *len, uint32_t *n, uint64_t *off)
+{
+	int err;
+
+	for (int again = 0;; again = 1) {
+		if (!(err = alex_txn_carry_page1(db)) && !(err = alex_epoch_ensure(db)) &&
+		    !(err = alex_stage_build(db, ALEX_REC_COMMIT | (db->cond ? ALEX_REC_COND : 0), len, n)))
+			err = alex_log_append(db, *len, off);
+		/* a checkpoint begins a new epoch: stage the record again */
+		if (!alex_disk_full(err) || again || alex_make_room(db) != 0)
+			return err;
+	}
+}
+
+/* The record is written (and synced if it had to be): its blocks, and the
+ * spilled ones before them, become the committed state. */
+static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
+{
+	int err = 0;
+
+	/* spilled blocks are older than the collector's: publish them first */
+	for (size_t i = 0; i < db->pending.cap; i++)
+		if (db->pending.keys[i] && !err)
+			err = alex_map_put(&db->map, db->pending.keys[i], &db->pending.vals[i]);
+	alex_map_clear(&db->pending);
+	if (err) {
+		db->failed = 1;
+		return err;
+	}
+	if ((err = alex_stage_publish(db, &db->map, off, len, n)))
+		return err;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->csize[f] = db->size[f];
+		db->climit[f] = db->limit[f];
+	}
+	db->txn++;
+	db->txn_truncated = 0;
+	db->epoch_commits++;
+	db->st.commits++;
+	return 0;
+}
+
+/* After an unconditional commit: the sync window of NORMAL, and the
+ * checkpoint that a full log or a database entering WAL mode calls for. */
+static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
+{
+	int err;
+
+	if (!sync && db->cfg.sync != ALEX_SYNC_OFF) {
+		uint64_t now = alex_now_ns();
+		db->unsynced_commit = 1;
+		db->unsynced_bytes += len;
+		if (!db->unsynced_since_ns)
+			db->unsynced_since_ns = now;
+		if (db->cfg.sync == ALEX_SYNC_NORMAL &&
+		    alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
+		    (err = sync_records(db))) {
+			db->failed = 1; /* committed records we no longer hold */
+			return err;
+		}
+	}
+	/* A database that enters WAL mode leaves the log at once: from now on
+	 * SQLite writes it directly (its WAL and its checkpoints), and programs
+	 * without ALEX read it through the WAL, where no mark can reach them.
+	 * A failure is counted; libalex.so then refuses the WAL (docs/PRELOAD.md). */
+	if ((to_wal || db->append_off - ALEX_LOG_DATA >= ckpt_threshold(db)) && alex_ckpt_run(db))
+		db->st.checkpoint_failures++;
+	return 0;
+}
+
+/* sync: FULL's promise, that the record is on disk before this returns.
+ * cond: the super-journal of a transaction across databases (or NULL). */
+static int commit(alex_db *db, int sync, const char *cond)
+{
+	uint32_t len, n;
+	uint64_t off;
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!alex_txn_open(db))
+		return 0;
+	int to_wal = enters_wal(db);
+	db->cond = cond;
+	err = write_commit(db, &len, &n, &off);
+	db->cond = NULL;
+	if (alex_disk_full(err) && drop_unchanged(db))
+		return 0;
+	if (err)
+		return err;
+	if (sync && (err = sync_records(db))) {
+		/* The record may or may not be on disk.  Nothing moved yet, so a
+		 * retry rewrites it in place -- unless spill records written
+		 * before it were covered by this failed sync: their pages may be
+		 * gone from the cache's dirty set, and we no longer hold them. */
+		if (db->unsynced_spill)
+			db->failed = 1;
+		return err;
+	}
+	if ((err = commit_publish(db, off, len, n)))
+		return err;
+	if (cond) {
+		db->cond_open = 1;
+		db->st.cond_commits++;
+		return 0; /* synced above; no checkpoint until it is resolved */
+	}
+	return commit_after(db, sync, to_wal, len);
+}
+
+int alex_commit(alex_db *db)
+{
+	/* after a conditional commit, before it is resolved, SQLite commits
+	 * only its rollback of the transaction (a later database failed), and
+	 * syncs that: it must not be lost while the conditional one stands */
+	int sync = db->cfg.sync == ALEX_SYNC_FULL ||
+		   (db->cond_open && db->cfg.sync != ALEX_SYNC_OFF);
+	return commit(db, sync, NULL);
+}
+
+int alex_commit_cond(alex_db *db, const char *super_path)
+{
+	if (!super_path || !*super_path || strlen(super_path) > ALEX_COND_MAX)
+		return ALEX_EINVAL;
+	/* the commit point is another file's removal: this record must be on
+	 * disk before it, whatever the sync mode */
+	return commit(db, db->cfg.sync != ALEX_SYNC_OFF, super_path);
+}
+
+void alex_resolve(alex_db *db)
+{
+	db->cond_open = 0;
+}
+
+const char *alex_in_doubt(const alex_db *db)
+{
+	return db->doubt;
+}
+
+int alex_sync_if_due(alex_db *db)
+{
+	if (db->failed || !db->unsynced_commit ||
+	    !alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, alex_now_ns()))
+		return 0;
+	return alex_sync(db);
+}
+
+int alex_sync(alex_db *db)
+{
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (!db->unsynced_commit)
+		return 0;
+	if ((err = sync_records(db)))
+		db->failed = 1;
+	return err;
+}

@@ -1,0 +1,109 @@
+/* db.h - struct alex_db: the engine's state for one database, shared by
+ * the core's own files only (preload and tools see alex.h). */
+#ifndef ALEX_DB_H
+#define ALEX_DB_H
+
+#include <stdint.h>
+
+#include "alex.h"
+#include "collect.h"
+#include "format.h"
+#include "io.h"
+#include "map.h"
+
+/* Inside the engine only: the file at the log's path holds nothing (empty,
+ * or a log whose making was cut short before anything was acknowledged). */
+#define ALEX_ENOLOG (-1100)
+
+/* What the database file's first bytes carry (protect.c). */
+enum alex_mark_kind {
+	ALEX_MARK_NONE = 0,    /* nothing: the file is SQLite's own */
+	ALEX_MARK_SQLITE,      /* page 1 marked (byte 19, change counter) */
+	ALEX_MARK_PLACEHOLDER, /* an empty database's placeholder */
+	ALEX_MARK_TORN         /* bytes of a format-1 placeholder a crash cut */
+};
+
+struct alex_mark {
+	enum alex_mark_kind kind;
+	int has_fence;  /* format 2: names the epoch it fences */
+	uint64_t fence; /* alex_protect_fence() of that epoch */
+};
+
+struct alex_ks {
+	uint64_t key;
+	uint32_t slot;
+};
+
+struct alex_db {
+	struct alex_io io;
+	struct alex_config cfg;
+	char *path[ALEX_NFILES]; /* base files: db, db-journal, db-wal */
+	char *log_path;
+	int base_fd[ALEX_NFILES]; /* -1 until needed */
+	int log_fd;
+
+	/* log position */
+	struct alex_loghdr hdr;      /* the current epoch, as it must be on disk */
+	struct alex_loghdr hdr_disk; /* as its slot was last written */
+	int epoch_live;       /* hdr's epoch takes records at append_off; if 0,
+				 the next record begins a new epoch (or log) */
+	int epoch_started;    /* the base carries this epoch's fence (or the
+				 base is not protected): records may follow */
+	int log_stub;         /* the file at the log's path holds nothing */
+	uint64_t append_off;  /* where the next record goes */
+	uint64_t alloc_end;   /* preallocated end of the log file */
+	uint64_t next_lsn;
+	uint32_t prev_crc;
+	uint32_t prev_crc_staged; /* hdr_crc of the record being written */
+	uint32_t staged_hdr_len;  /* its header, table and condition */
+	uint32_t nonce;
+	uint64_t txn;         /* id of the open transaction */
+	uint64_t epoch_commits; /* commit records in the current epoch */
+	int failed;           /* an unrecoverable I/O error happened */
+	int slot_damaged;     /* one header slot failed its checks */
+	struct alex_mark mark; /* what the base carries (protect.c) */
+	uint32_t perm_log, perm_base; /* ALEX_EPERMS: the modes, for the message */
+	int txn_truncated;    /* the open transaction shrank a file: the
+				 committed map already lost blocks to it */
+
+	/* logical files: view (incl. the open transaction) and committed */
+	uint64_t size[ALEX_NFILES], csize[ALEX_NFILES];
+	uint64_t limit[ALEX_NFILES], climit[ALEX_NFILES]; /* base bytes valid below */
+	uint64_t trunc[ALEX_NFILES];  /* lowest size since the last record */
+
+	struct alex_map map;      /* committed blocks */
+	struct alex_map pending;  /* spilled blocks of the open transaction */
+	struct alex_collect col;
+
+	/* record staging: header + table + payload, 4096-aligned */
+	uint8_t *rec;
+	size_t rec_cap;
+	uint8_t *scratch;         /* two blocks: decode input, block assembly */
+	struct alex_ks *order;    /* live collector slots sorted by key */
+
+	/* transactions across databases (alex_commit_cond) */
+	const char *cond;         /* the super-journal of the record being staged */
+	int cond_open;            /* a conditional commit not yet resolved: no
+				     checkpoint may copy it */
+	char *doubt;              /* recovery: the super-journal of a held group */
+	uint64_t doubt_off;       /* where that group starts in the log */
+
+	int unsynced_commit;      /* a commit record is not yet synced */
+	int unsynced_spill;       /* a spill record is not yet synced */
+
+	/* durability */
+	uint64_t unsynced_bytes;
+	uint64_t unsynced_since_ns;
+
+	/* disk space: the free bytes last seen, when the log grew */
+	uint64_t space_avail;
+#define ALEX_SPACE_LOW(db) ((db)->space_avail < 4 * (db)->cfg.checkpoint_bytes)
+
+	/* compression */
+	union LZ4_stream_u *lz4;  /* reused state: no 16 KiB reset per block */
+	unsigned lz4_misses, lz4_skip;
+
+	struct alex_stats st;
+};
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * engine.h - what the engine's own files (open, read, write, stage,
+ * commit, refresh) call across each other.  The public API is alex.h.
+ */
+#ifndef ALEX_ENGINE_H
+#define ALEX_ENGINE_H
+
+#include <errno.h>
+
+#include "db.h"
+
+static inline int alex_file_ok(enum alex_file f)
+{
+	return (unsigned)f < ALEX_NFILES;
+}
+
+/* An error that a checkpoint may cure: the file system is full. */
+static inline int alex_disk_full(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
+/* open.c: opens the base files that exist (once) and takes their sizes. */
+int alex_bases_open(struct alex_db *db);
+
+/* read.c: the committed-or-spilled content of a block, ignoring the
+ * collector. */
+int alex_block_load(struct alex_db *db, unsigned f, uint64_t blk, uint8_t *out);
+
+/* write.c */
+/* Has the open transaction changed anything (blocks, sizes, truncations)? */
+int alex_txn_open(const struct alex_db *db);
+/* The collector slot for (f, blk), made on first touch (a spill makes
+ * room); a block that will not be overwritten whole is first filled with
+ * its current content. */
+int alex_slot_for(struct alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **out);
+/* Before the first record of an epoch: the log exists, the epoch takes
+ * records, the base carries the epoch's fence. */
+int alex_epoch_ensure(struct alex_db *db);
+/* Before the first commit record of an epoch: it carries block 0. */
+int alex_txn_carry_page1(struct alex_db *db);
+/* A full disk: checkpoint, so that the log's space can be written again. */
+int alex_make_room(struct alex_db *db);
+
+/* stage.c */
+/* Builds the collector into db->rec as one record with these flags (COND
+ * takes db->cond); its length in *len, its block count in *n. */
+int alex_stage_build(struct alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n);
+/* The staged record is written at rec_off: target maps its blocks, the
+ * collector empties, the chain moves on.  A map that cannot grow stops
+ * the engine. */
+int alex_stage_publish(struct alex_db *db, struct alex_map *target, uint64_t rec_off,
+		       uint32_t len, uint32_t n);
+
+/* refresh.c: catches up with the log (force: start over from the base
+ * files); may_abort as alex_refresh's locked. */
+int alex_reload(struct alex_db *db, int force, int may_abort);
+
+#endif

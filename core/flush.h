@@ -1,0 +1,13 @@
+/* flush.h - when NORMAL mode syncs (flush.c). */
+#ifndef ALEX_FLUSH_H
+#define ALEX_FLUSH_H
+
+#include <stdint.h>
+#include "alex.h"
+
+/* Should NORMAL mode sync now? */
+int alex_flush_due(const struct alex_config *cfg, uint64_t unsynced_bytes,
+		   uint64_t since_ns, uint64_t now_ns);
+uint64_t alex_now_ns(void);
+
+#endif

@@ -1,0 +1,44 @@
+/* log.h - the log file: its header slots, epochs, appends, space, locks (log.c). */
+#ifndef ALEX_LOG_H
+#define ALEX_LOG_H
+
+#include "db.h"
+
+/* Opens the log if there is one (log_fd stays -1 if not), locks it shared
+ * (exclusive for tools), checks its mode against the database's, and reads
+ * its header.  A file that holds nothing becomes a stub (log_stub). */
+int alex_log_open(struct alex_db *db);
+/* Closes the log and opens what is at its path now. */
+int alex_log_reopen(struct alex_db *db);
+/* Was the log removed or made by another process since we opened it?
+ * Also refreshes alloc_end. */
+int alex_log_changed(struct alex_db *db, int *changed);
+/* Reads both header slots: the current one into *out; sets slot_damaged.
+ * ALEX_ENOLOG when no slot was ever completely written. */
+int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
+/* Begins the next epoch (making the log if there is none): a new header,
+ * written; synced if sync.  On a failed write the engine stops. */
+int alex_log_begin_epoch(struct alex_db *db, int sync);
+/* Writes db->hdr into its slot (no sync). */
+int alex_log_write_header(struct alex_db *db);
+int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
+int alex_log_sync(struct alex_db *db);
+/* Grows the log so that a record of this many blocks fits after the end:
+ * a full disk then surfaces as SQLite writes a page (SQLITE_FULL), not
+ * later when it syncs. */
+int alex_log_reserve(struct alex_db *db, uint32_t blocks);
+/* Writes the current header into its slot again, and syncs. */
+int alex_log_rewrite_header(struct alex_db *db);
+/* Takes (on) or drops the checkpoint lock (ALEX_LOCK_CKPT). */
+int alex_log_lock_ckpt(struct alex_db *db, int on);
+/* Gives back the log's preallocated space past the last record (a file
+ * system running full); the next record grows it again. */
+int alex_log_trim(struct alex_db *db);
+/* Unlinks the log if no other engine has it open (ALEX_EINUSE if one
+ * has); the engine then has no log. */
+int alex_log_remove(struct alex_db *db);
+/* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
+int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
+uint32_t alex_random32(void);
+
+#endif

@@ -1,0 +1,37 @@
+/* protect.h - the base file's mark while the log holds newer pages (protect.c). */
+#ifndef ALEX_PROTECT_H
+#define ALEX_PROTECT_H
+
+#include "db.h"
+
+#define ALEX_MARK 0xa1u
+/* The fence of hdr's epoch. */
+uint64_t alex_protect_fence(const struct alex_loghdr *hdr);
+/* Reads the base's mark into db->mark; a placeholder makes *size 0. */
+int alex_protect_probe(struct alex_db *db, uint64_t *size);
+/* Does the base carry the fence of db->hdr's epoch (or a format-1 mark)? */
+int alex_protect_is_live(const struct alex_db *db);
+/* Marks the base with the current epoch's fence and syncs it.  A file that
+ * is neither empty nor an SQLite database is left alone (db->mark NONE). */
+int alex_protect_mark(struct alex_db *db);
+/* Can this page 1 carry the mark and be given back exactly (an SQLite
+ * header with zeros where SQLite keeps them)? */
+int alex_protect_markable(const uint8_t *blk0, size_t len);
+/* Puts the current epoch's mark on a copy of block 0 that holds an SQLite
+ * header; 1 if it did. */
+int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len);
+/* Takes the mark off: writes the true first bytes of block 0 (size is the
+ * file's logical size).  No sync: see the top of protect.c. */
+int alex_protect_clear(struct alex_db *db, const uint8_t *blk0, uint64_t size);
+/* Restores the true bytes of a marked block 0 read from the base file. */
+void alex_protect_unmask(uint8_t *blk0, size_t len);
+/* The base's first 100 bytes as SQLite would read them (byte 19 restored,
+ * zeros for an empty file or the placeholder): what log headers record. */
+int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR]);
+/* Is this log the base's?  For an epoch that is not fenced, after
+ * recovery: the base must match the header's copy, or the log's own newest
+ * block 0 (a checkpoint was cut short after writing it), byte by byte.
+ * 0 or ALEX_EFOREIGN. */
+int alex_protect_check_base(struct alex_db *db);
+
+#endif

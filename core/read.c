@@ -1,0 +1,101 @@
+/*
+ * read.c - the read path.  A block's newest content is found in this
+ * order: the collector (written since the last record), the pending map
+ * (spilled records of the open transaction), the map (committed records),
+ * the base file below its limit, zeros.  Only the last two live on disk
+ * before a checkpoint.
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+#include "protect.h"
+
+/* The committed-or-spilled content of a block, ignoring the collector. */
+int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
+{
+	uint64_t key = alex_key(f, blk);
+	const struct alex_loc *loc = alex_map_get(&db->pending, key);
+	size_t got = 0;
+	int err;
+
+	if (!loc)
+		loc = alex_map_get(&db->map, key);
+	if (loc)
+		return alex_log_read_block(db, loc, out);
+	uint64_t off = blk << ALEX_BLOCK_SHIFT;
+	if (db->base_fd[f] >= 0 && off < db->limit[f]) {
+		uint64_t want = db->limit[f] - off < ALEX_BLOCK ? db->limit[f] - off : ALEX_BLOCK;
+		if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[f], out, want, off, &got)))
+			return err;
+		if (f == ALEX_FILE_DB && blk == 0)
+			alex_protect_unmask(out, got);
+	}
+	memset(out + got, 0, ALEX_BLOCK - got);
+	return 0;
+}
+
+static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off,
+		     size_t *got)
+{
+	uint8_t *dst = buf, *tmp = db->scratch + ALEX_BLOCK;
+	size_t done = 0;
+	int err;
+
+	*got = 0;
+	if (!alex_file_ok(f))
+		return ALEX_EINVAL;
+	if (off >= db->size[f])
+		return 0;
+	if (len > db->size[f] - off)
+		len = (size_t)(db->size[f] - off);
+	while (done < len) {
+		uint64_t pos = off + done, blk = pos >> ALEX_BLOCK_SHIFT;
+		size_t in = (size_t)(pos & (ALEX_BLOCK - 1));
+		size_t n = ALEX_BLOCK - in < len - done ? ALEX_BLOCK - in : len - done;
+		int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
+
+		if (slot >= 0) {
+			memcpy(dst + done, alex_col_slot(&db->col, (uint32_t)slot) + in, n);
+		} else if (n == ALEX_BLOCK) {
+			if ((err = alex_block_load(db, f, blk, dst + done)))
+				return err;
+		} else {
+			if ((err = alex_block_load(db, f, blk, tmp)))
+				return err;
+			memcpy(dst + done, tmp + in, n);
+		}
+		done += n;
+	}
+	db->st.reads++;
+	db->st.read_bytes += done;
+	*got = done;
+	return 0;
+}
+
+/*
+ * A block that fails its crc may have been overwritten: another process
+ * checkpointed and started a new epoch while this engine's map still
+ * pointed into the old one (WAL mode, where a reader holds no lock that
+ * keeps checkpoints out).  SQLite never checkpoints pages an active reader
+ * still needs, so the base file then holds what the block was: catch up
+ * and read again.  A block that is bad after that is damage.
+ */
+int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	int err = read_once(db, f, buf, len, off, got);
+	if (err == ALEX_EBADBLOCK && !db->failed && !alex_txn_open(db)) {
+		uint64_t epoch = db->hdr.epoch;
+		if (alex_reload(db, 0, 0) == 0 && db->hdr.epoch != epoch)
+			err = read_once(db, f, buf, len, off, got);
+	}
+	return err;
+}
+
+int alex_size(alex_db *db, enum alex_file f, uint64_t *size)
+{
+	if (!alex_file_ok(f))
+		return ALEX_EINVAL;
+	*size = db->size[f];
+	return 0;
+}

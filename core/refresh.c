@@ -1,0 +1,117 @@
+/*
+ * refresh.c - catching up with the log as other engines (other processes)
+ * left it, dropping an open transaction, and a checkpoint on request.
+ */
+#include <string.h>
+
+#include "ckpt.h"
+#include "engine.h"
+#include "log.h"
+#include "recover.h"
+
+/* Starts over from the base files: another engine checkpointed, or the log
+ * came or went.  A conditional group recovery held back is decided at once
+ * when the caller may (alex_refresh_scan). */
+static int restart(alex_db *db, int may_abort)
+{
+	int err;
+
+	alex_map_clear(&db->map);
+	if ((err = alex_bases_open(db)) || (err = alex_recover(db)))
+		return err;
+	if (may_abort && db->doubt)
+		err = alex_refresh_scan(db, 1);
+	return err;
+}
+
+/*
+ * Catches up with the log as other engines left it.  The log may have been
+ * made or removed (the last engine of a process that checkpointed at its
+ * close), or a checkpoint began a new epoch (another uuid, epoch or salt in
+ * the header): then everything the map held is in the base files, and this
+ * engine starts over from them.  Otherwise it reads the records appended
+ * since.  With nothing in the log, the base files are the whole truth, and
+ * a program without ALEX may have written them (the fence is down): their
+ * sizes are read again.
+ */
+int alex_reload(alex_db *db, int force, int may_abort)
+{
+	struct alex_loghdr h;
+	int changed, err;
+
+	if ((err = alex_log_changed(db, &changed)))
+		return err;
+	if (changed && (err = alex_log_reopen(db)))
+		return err;
+	if (force || changed)
+		err = restart(db, may_abort);
+	else if (db->log_fd < 0 || db->log_stub)
+		err = alex_bases_open(db);
+	else if ((err = alex_log_read_header(db, &h)) == ALEX_ENOLOG)
+		err = 0; /* another process is making it: nothing in it yet */
+	else if (!err && (h.epoch != db->hdr.epoch || h.salt != db->hdr.salt ||
+			  memcmp(h.uuid, db->hdr.uuid, 16) != 0 || !db->epoch_live)) {
+		db->hdr = h;
+		err = restart(db, may_abort);
+	} else if (!err) {
+		if (memcmp(&h, &db->hdr, sizeof h) != 0)
+			db->hdr = db->hdr_disk = h; /* the epoch became fenced */
+		if (!(err = alex_refresh_scan(db, may_abort)) && !db->epoch_commits)
+			err = alex_bases_open(db);
+	}
+	if (err)
+		return err;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		db->size[f] = db->csize[f];
+		db->limit[f] = db->climit[f];
+	}
+	return 0;
+}
+
+int alex_refresh(alex_db *db, int locked)
+{
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (alex_txn_open(db))
+		return 0;
+	return alex_reload(db, 0, locked);
+}
+
+int alex_discard(alex_db *db)
+{
+	if (!alex_txn_open(db))
+		return 0;
+	alex_col_clear(&db->col);
+	alex_map_clear(&db->pending);
+	db->txn_truncated = 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->trunc[f] = ALEX_NO_TRUNC;
+	/* the committed map may already hold the dropped truncations' cuts */
+	return alex_reload(db, 1, 0);
+}
+
+int alex_holds_pages(const alex_db *db)
+{
+	return db->epoch_commits != 0;
+}
+
+/*
+ * A checkpoint on request may run beside other processes that hold only
+ * SQLite's SHARED lock (libalex.so before SQLite opens a WAL): the log's
+ * checkpoint lock keeps two of them from beginning two epochs, and the one
+ * that comes second finds the work done when it catches up.
+ */
+int alex_checkpoint(alex_db *db)
+{
+	int err, rc;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if ((err = alex_log_lock_ckpt(db, 1)))
+		return err;
+	if (!(err = alex_refresh(db, 1)))
+		err = alex_ckpt_run(db);
+	if ((rc = alex_log_lock_ckpt(db, 0)) && !err)
+		err = rc;
+	return err;
+}

@@ -1,0 +1,135 @@
+/*
+ * stage.c - the collector becomes a record (format.h): blocks sorted by
+ * key, each packed and checksummed, the header with the chain's lsn and
+ * crc; once the record is written, the blocks' locations go into a map.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "crc32c.h"
+#include "engine.h"
+
+static int ks_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct alex_ks *)a)->key, y = ((const struct alex_ks *)b)->key;
+	return (x > y) - (x < y);
+}
+
+static int rec_reserve(alex_db *db, size_t need)
+{
+	if (need <= db->rec_cap)
+		return 0;
+	/* double, but never past the largest record the collector can make */
+	size_t most = (size_t)alex_roundup_block(ALEX_REC_FIXED +
+						  (uint64_t)db->col.max * (ALEX_REC_ENTRY + ALEX_BLOCK));
+	size_t cap = db->rec_cap ? db->rec_cap : 4 * ALEX_BLOCK;
+	while (cap < need)
+		cap *= 2;
+	if (cap > most && need <= most)
+		cap = most;
+	uint8_t *r = aligned_alloc(ALEX_BLOCK, cap);
+	if (!r)
+		return ALEX_ENOMEM;
+	free(db->rec);
+	db->rec = r;
+	db->rec_cap = cap;
+	return 0;
+}
+
+/*
+ * Builds the collector into db->rec as one record; returns its length in
+ * *len and the live block count in *n (db->order[0..n) in table order).
+ */
+int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
+{
+	struct alex_collect *c = &db->col;
+	uint32_t k = 0;
+	int err;
+
+	for (uint32_t i = 0; i < c->used; i++)
+		if (c->slot_key[i])
+			db->order[k++] = (struct alex_ks){ c->slot_key[i], i };
+	if (k > 1)
+		qsort(db->order, k, sizeof *db->order, ks_cmp);
+
+	/* a commit of one database of a transaction across several carries
+	 * the super-journal's path after the table (format.h: COND) */
+	uint32_t cond_len = (flags & ALEX_REC_COND) ? (uint32_t)strlen(db->cond) : 0;
+	uint64_t table_end = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
+	uint64_t hdr_len = table_end + cond_len;
+	if ((err = rec_reserve(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
+		return err;
+	uint8_t *rec = db->rec;
+	uint64_t pos = hdr_len;
+	memcpy(rec + table_end, db->cond ? db->cond : "", cond_len);
+	for (uint32_t i = 0; i < k; i++) {
+		struct alex_entry e = { alex_key_block(db->order[i].key),
+					(uint8_t)alex_key_file(db->order[i].key), 0, 0, 0 };
+		int lz4;
+		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), rec + pos, &lz4);
+		e.flags = lz4 ? ALEX_BLK_LZ4 : 0;
+		e.crc = alex_crc32c(0, rec + pos, e.stored_len);
+		alex_entry_encode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
+		pos += e.stored_len;
+		db->st.blocks_compressed += (uint64_t)lz4;
+	}
+	uint64_t rec_len = alex_roundup_block(pos);
+	memset(rec + pos, 0, rec_len - pos);
+
+	struct alex_rec r = { 0 };
+	r.hdr_len = (uint32_t)hdr_len;
+	r.cond_len = cond_len;
+	r.rec_len = (uint32_t)rec_len;
+	r.nblocks = k;
+	r.epoch = db->hdr.epoch;
+	r.lsn = db->next_lsn;
+	r.txn = db->txn;
+	r.flags = flags;
+	r.nonce = db->nonce;
+	r.prev_crc = db->prev_crc;
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, (size_t)(hdr_len - ALEX_REC_FIXED));
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		r.size[f] = db->size[f];
+		r.trunc[f] = db->trunc[f];
+	}
+	alex_rec_encode(rec, &r);
+	db->prev_crc_staged = r.hdr_crc;
+	db->staged_hdr_len = (uint32_t)hdr_len;
+	*len = (uint32_t)rec_len;
+	*n = k;
+	return 0;
+}
+
+/* After the record at rec_off is safely written: point target at its
+ * blocks, empty the collector and advance the log position. */
+int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, uint32_t len,
+		   uint32_t n)
+{
+	uint64_t pos = rec_off + db->staged_hdr_len;
+	int err = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct alex_entry e;
+		alex_entry_decode(db->rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
+		struct alex_loc l = { pos, e.stored_len, e.crc, e.flags };
+		if (!err)
+			err = alex_map_put(target, db->order[i].key, &l);
+		pos += e.stored_len;
+	}
+	alex_col_clear(&db->col);
+	db->append_off = rec_off + len;
+	db->next_lsn++;
+	db->prev_crc = db->prev_crc_staged;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->trunc[f] = ALEX_NO_TRUNC;
+	db->st.records++;
+	db->st.blocks_logged += n;
+	db->st.bytes_raw += (uint64_t)n * ALEX_BLOCK;
+	db->st.bytes_logged += len;
+	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	/* a map that cannot grow loses track of blocks: stop writing */
+	if (err)
+		db->failed = 1;
+	return err;
+}
