@@ -10,9 +10,10 @@ DESTDIR ?=
 B       ?= build
 LZ4     ?= -llz4
 
-# io_test.c (power cuts and faults over the real files) goes only into the
-# test build of the interposer, libalex-test.so
-CORE_SRC = $(filter-out core/io_test.c,$(wildcard core/*.c))
+# io_test*.c (power cuts, faults and the call recorder over the real files)
+# go only into the test build of the interposer, libalex-test.so
+CORE_SRC = $(filter-out core/io_test%.c,$(wildcard core/*.c))
+TESTIO_OBJ = $(B)/core/io_test.o $(B)/core/io_test_record.o
 CORE_OBJ = $(CORE_SRC:core/%.c=$(B)/core/%.o)
 TEST_SRC = $(wildcard tests/core/*.c)
 PRE_SRC  = $(wildcard preload/*.c)
@@ -72,9 +73,9 @@ $(B)/libalex.so: $(PRE_OBJ) $(B)/libalex_core.a preload/libalex.map
 
 # the same with the test switches (ALEX_TEST_*): only the reliability
 # campaigns load it; it is never installed
-$(B)/libalex-test.so: $(PRE_TOBJ) $(B)/core/io_test.o $(B)/libalex_core.a preload/libalex.map
+$(B)/libalex-test.so: $(PRE_TOBJ) $(TESTIO_OBJ) $(B)/libalex_core.a preload/libalex.map
 	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
-		$(PRE_TOBJ) $(B)/core/io_test.o $(B)/libalex_core.a $(LZ4) -ldl -lpthread
+		$(PRE_TOBJ) $(TESTIO_OBJ) $(B)/libalex_core.a $(LZ4) -ldl -lpthread
 
 # the shipped library holds no test switch: no power cut, no fault injector
 check-shipped: $(B)/libalex.so $(B)/libalex-test.so
@@ -250,9 +251,9 @@ $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 $(B)/fuzz-decode: tests/fuzz/fuzz_decode.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_decode.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h $(CORE_SRC) \
-		core/io_test.c core/*.h | $(B)/tests
+		core/io_test.c core/io_test_record.c core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) -DALEX_TESTING -Ipreload tests/fuzz/fuzz_config.c preload/config.c \
-		$(CORE_SRC) core/io_test.c -o $@ $(LZ4)
+		$(CORE_SRC) core/io_test.c core/io_test_record.c -o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)
 

@@ -231,6 +231,7 @@ int alex_close(alex_db *db);
 
 /* Why recovery stopped scanning. */
 enum alex_stop {
+	ALEX_STOP_NONE = -1,    /* nothing stops the scan: a valid record */
 	ALEX_STOP_END = 0,      /* no record here: zeros, the end of the file,
 				   or bytes left by an older epoch */
 	ALEX_STOP_STALE,        /* a record of an older epoch or another chain */

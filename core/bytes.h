@@ -2,6 +2,7 @@
 #ifndef ALEX_BYTES_H
 #define ALEX_BYTES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,6 +24,13 @@ static inline uint32_t alex_get32(const uint8_t *p)
 	for (int i = 3; i >= 0; i--)
 		v = (v << 8) | p[i];
 	return v;
+}
+
+/* Are all n bytes zero?  (memcmp against itself, shifted by one: fast.) */
+static inline int alex_all_zero(const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
 static inline uint64_t alex_get64(const uint8_t *p)

@@ -23,6 +23,7 @@
 
 #include "ckpt.h"
 #include "db.h"
+#include "engine.h"
 #include "log.h"
 #include "protect.h"
 
@@ -63,6 +64,39 @@ static int zero_gap(alex_db *db, unsigned f, uint64_t from, uint64_t to, uint8_t
 				return err;
 		}
 		pos = end;
+	}
+	return 0;
+}
+
+/* Writes the committed blocks keys[0..n) of file f into its base file, in
+ * runs of consecutive blocks.  A marked database's block 0 goes out with
+ * the mark: raw's bytes (the slow way), or the fence applied. */
+static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
+		       const uint8_t *raw, int marked)
+{
+	int err;
+
+	for (size_t i = 0; i < n;) {
+		uint64_t first = alex_key_block(keys[i]);
+		size_t run = 0;
+		while (i + run < n && run < RUN_BLOCKS && alex_key_block(keys[i + run]) == first + run) {
+			const struct alex_loc *l = alex_map_get(&db->map, keys[i + run]);
+			if ((err = alex_log_read_block(db, l, buf + run * ALEX_BLOCK)))
+				return err;
+			run++;
+		}
+		if (f == ALEX_FILE_DB && first == 0 && marked) {
+			/* never the true page 1 before the rest is durable */
+			if (raw)
+				memcpy(buf, raw, ALEX_BASE_HDR);
+			else
+				alex_protect_apply(db, buf, ALEX_BLOCK);
+		}
+		if ((err = db->io.ops->pwrite(db->io.ctx, db->base_fd[f], buf, run * ALEX_BLOCK,
+					      first << ALEX_BLOCK_SHIFT)))
+			return err;
+		db->st.checkpoint_blocks += run;
+		i += run;
 	}
 	return 0;
 }
@@ -111,28 +145,8 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 	memset(raw, 0, sizeof raw);
 	if (slow && (err = o->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
 		return err;
-	for (size_t i = 0; i < n;) {
-		uint64_t first = alex_key_block(keys[i]);
-		size_t run = 0;
-		while (i + run < n && run < RUN_BLOCKS && alex_key_block(keys[i + run]) == first + run) {
-			const struct alex_loc *l = alex_map_get(&db->map, keys[i + run]);
-			if ((err = alex_log_read_block(db, l, buf + run * ALEX_BLOCK)))
-				return err;
-			run++;
-		}
-		if (f == ALEX_FILE_DB && first == 0 && marked) {
-			/* never the true page 1 before the rest is durable */
-			if (slow)
-				memcpy(buf, raw, ALEX_BASE_HDR);
-			else
-				alex_protect_apply(db, buf, ALEX_BLOCK);
-		}
-		if ((err = o->pwrite(db->io.ctx, db->base_fd[f], buf, run * ALEX_BLOCK,
-				     first << ALEX_BLOCK_SHIFT)))
-			return err;
-		db->st.checkpoint_blocks += run;
-		i += run;
-	}
+	if ((err = copy_blocks(db, f, keys, n, buf, marked ? (slow ? raw : NULL) : NULL, marked)))
+		return err;
 	uint64_t size = db->csize[f] > min_size ? db->csize[f] : min_size;
 	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
 		return err;
@@ -191,6 +205,23 @@ static int clear_stale_mark(alex_db *db)
 	return alex_protect_clear(db, h, db->csize[ALEX_FILE_DB]);
 }
 
+static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr);
+
+/* The committed map's keys, sorted by (file, block); NULL if no memory. */
+static uint64_t *sorted_keys(const struct alex_map *map, size_t *n)
+{
+	uint64_t *keys = malloc((map->n ? map->n : 1) * sizeof *keys);
+
+	*n = 0;
+	if (!keys)
+		return NULL;
+	for (size_t i = 0; i < map->cap; i++)
+		if (map->keys[i])
+			keys[(*n)++] = map->keys[i];
+	qsort(keys, *n, sizeof *keys, key_cmp);
+	return keys;
+}
+
 static int run_once(alex_db *db)
 {
 	uint8_t true_hdr[ALEX_BASE_HDR];
@@ -216,16 +247,11 @@ static int run_once(alex_db *db)
 		db->failed = 1;
 		return err;
 	}
-	keys = malloc((db->map.n ? db->map.n : 1) * sizeof *keys);
 	buf = aligned_alloc(ALEX_BLOCK, (size_t)RUN_BLOCKS * ALEX_BLOCK);
-	if (!keys || !buf) {
+	if (!buf || !(keys = sorted_keys(&db->map, &n))) {
 		err = ALEX_ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < db->map.cap; i++)
-		if (db->map.keys[i])
-			keys[n++] = db->map.keys[i];
-	qsort(keys, n, sizeof *keys, key_cmp);
 	if ((err = true_block0(db, true_hdr, buf)))
 		goto out;
 	/* A fenced epoch whose page 1 can no longer carry the mark (bytes that
@@ -245,13 +271,25 @@ static int run_once(alex_db *db)
 	}
 	if (slow && (err = unmark_synced(db, true_hdr)))
 		goto out;
+	err = next_epoch(db, fenced, true_hdr);
+out:
+	free(keys);
+	free(buf);
+	return err;
+}
+
+/* After a checkpoint: the committed map is empty, and the base holds it all. */
+static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
+{
+	int err;
+
 	/* Every committed block is now durable in its base file.  The next
 	 * epoch's header tells other engines (if writing it fails we cannot
 	 * tell which header the disk holds: the engine stops).  Only then the
 	 * fence comes off. */
 	alex_map_clear(&db->map);
-	if ((err = alex_log_begin_epoch(db, !fenced)))
-		goto out;
+	if ((err = alex_epoch_begin(db, !fenced)))
+		return err;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->limit[f] = db->climit[f] = db->csize[f] < db->size[f] ? db->csize[f] : db->size[f];
 	db->unsynced_commit = db->unsynced_spill = 0;
@@ -268,9 +306,6 @@ static int run_once(alex_db *db)
 	 * has begun; the caller hears of it all the same. */
 	if ((err = alex_protect_clear(db, true_hdr, db->csize[ALEX_FILE_DB])))
 		db->st.unmark_failures++;
-out:
-	free(keys);
-	free(buf);
 	return err;
 }
 

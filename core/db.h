@@ -14,6 +14,9 @@
 /* Inside the engine only: the file at the log's path holds nothing (empty,
  * or a log whose making was cut short before anything was acknowledged). */
 #define ALEX_ENOLOG (-1100)
+/* Inside the engine only: another process made the log first; it is open
+ * now, and must be recovered before this engine appends to it. */
+#define ALEX_EADOPT (-1101)
 
 /* What the database file's first bytes carry (protect.c). */
 enum alex_mark_kind {

@@ -34,6 +34,9 @@ int alex_txn_open(const struct alex_db *db);
  * room); a block that will not be overwritten whole is first filled with
  * its current content. */
 int alex_slot_for(struct alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **out);
+/* The next epoch begins (alex_log_begin_epoch), in a log another process
+ * may have made first: then that log is recovered and used. */
+int alex_epoch_begin(struct alex_db *db, int sync);
 /* Before the first record of an epoch: the log exists, the epoch takes
  * records, the base carries the epoch's fence. */
 int alex_epoch_ensure(struct alex_db *db);

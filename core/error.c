@@ -27,6 +27,7 @@ const char *alex_strerror(int code)
 const char *alex_stop_name(enum alex_stop reason)
 {
 	switch (reason) {
+	case ALEX_STOP_NONE: return "valid record";
 	case ALEX_STOP_END: return "end of log";
 	case ALEX_STOP_STALE: return "end of log (older epoch or abandoned chain)";
 	case ALEX_STOP_BAD_MAGIC: return "bad record magic";

@@ -164,22 +164,23 @@ void alex_rec_encode(uint8_t *out, struct alex_rec *r);
 void alex_entry_encode(uint8_t *out, const struct alex_entry *e);
 void alex_entry_decode(const uint8_t *in, struct alex_entry *e);
 
-/* What the record checks return for a valid record; anything else is the
- * enum alex_stop reason why there is no valid record here. */
-#define ALEX_REC_VALID (-1)
-
 /*
  * Decodes and checks the fixed header in buf (avail bytes, at least
  * ALEX_REC_FIXED) against what must come next: epoch, lsn and prev_crc.
  * room is how many bytes the log has from the record's start.  Returns
- * ALEX_REC_VALID when the record is valid so far (the caller then checks the
+ * ALEX_STOP_NONE when the record is valid so far (the caller then checks the
  * body with alex_rec_check_body), else the reason it is not a record here.
  */
-int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
+enum alex_stop alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 			       uint64_t lsn, uint32_t prev_crc, struct alex_rec *r);
 
+/* Does buf (ALEX_REC_FIXED bytes) hold a record header whose own crc holds?
+ * Fills r from it, unchecked against any chain: for scans that look for
+ * records out of order (recovery's adoption of a lost epoch, look_past). */
+int alex_rec_peek(const uint8_t *buf, struct alex_rec *r);
+
 /* Checks the table, each block's crc and the padding of a whole record in
- * rec (r->rec_len bytes).  Returns ALEX_REC_VALID when all is valid. */
-int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r);
+ * rec (r->rec_len bytes).  Returns ALEX_STOP_NONE when all is valid. */
+enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r);
 
 #endif

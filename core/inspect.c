@@ -61,14 +61,45 @@ static int cond_state(alex_db *db, const struct group *g, enum alex_rec_state *o
 	return err;
 }
 
-int alex_records(alex_db *db, alex_rec_fn fn, void *arg)
+/* The record at off, whole, into *buf (grown as needed), if it is the one
+ * expected (lsn, prev) and valid: *valid says.  0 or an error. */
+static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev, uint8_t **buf,
+		       size_t *cap, struct alex_rec *r, int *valid)
 {
 	const struct alex_io_ops *io = db->io.ops;
+	size_t got;
+	int err;
+
+	*valid = 0;
+	if (*cap < ALEX_BLOCK) {
+		if (!(*buf = malloc(ALEX_BLOCK)))
+			return ALEX_ENOMEM;
+		*cap = ALEX_BLOCK;
+	}
+	if ((err = io->pread(db->io.ctx, db->log_fd, *buf, ALEX_BLOCK, off, &got)) ||
+	    got < ALEX_BLOCK ||
+	    alex_rec_decode(*buf, db->alloc_end - off, db->hdr.epoch, lsn, prev, r) != ALEX_STOP_NONE)
+		return err;
+	if (r->rec_len > *cap) {
+		uint8_t *b = realloc(*buf, r->rec_len);
+		if (!b)
+			return ALEX_ENOMEM;
+		*buf = b;
+		*cap = r->rec_len;
+	}
+	if ((err = io->pread(db->io.ctx, db->log_fd, *buf, r->rec_len, off, &got)))
+		return err;
+	*valid = got >= r->rec_len && alex_rec_check_body(*buf, r) == ALEX_STOP_NONE;
+	return 0;
+}
+
+int alex_records(alex_db *db, alex_rec_fn fn, void *arg)
+{
 	struct group g = { 0 }, held = { 0 };
 	uint64_t off = ALEX_LOG_DATA, lsn = db->hdr.start_lsn;
 	uint32_t prev = db->hdr.salt;
 	uint8_t *buf = NULL;
-	size_t cap = 0, got;
+	size_t cap = 0;
 	int err = 0, rc = 0;
 
 	if (db->log_fd < 0 || db->log_stub)
@@ -77,25 +108,8 @@ int alex_records(alex_db *db, alex_rec_fn fn, void *arg)
 	enum alex_rec_state done = db->epoch_live ? ALEX_RS_COMMITTED : ALEX_RS_CHECKPOINTED;
 	while (!rc && off + ALEX_BLOCK <= db->alloc_end) {
 		struct alex_rec r;
-		if (cap < ALEX_BLOCK && !(buf = malloc(cap = ALEX_BLOCK))) {
-			err = ALEX_ENOMEM;
-			break;
-		}
-		if ((err = io->pread(db->io.ctx, db->log_fd, buf, ALEX_BLOCK, off, &got)) ||
-		    got < ALEX_BLOCK ||
-		    alex_rec_decode(buf, db->alloc_end - off, db->hdr.epoch, lsn, prev, &r) !=
-			    ALEX_REC_VALID)
-			break;
-		if (r.rec_len > cap) {
-			uint8_t *b = realloc(buf, r.rec_len);
-			if (!b) {
-				err = ALEX_ENOMEM;
-				break;
-			}
-			buf = b, cap = r.rec_len;
-		}
-		if ((err = io->pread(db->io.ctx, db->log_fd, buf, r.rec_len, off, &got)) ||
-		    got < r.rec_len || alex_rec_check_body(buf, &r) != ALEX_REC_VALID)
+		int valid;
+		if ((err = read_record(db, off, lsn, prev, &buf, &cap, &r, &valid)) || !valid)
 			break;
 		struct alex_recinfo ri = { .off = off, .lsn = r.lsn, .txn = r.txn,
 					   .rec_len = r.rec_len, .nblocks = r.nblocks,

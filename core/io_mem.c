@@ -15,39 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct undo {
-	uint64_t seq;      /* global order, to find the newest write */
-	uint64_t off, len; /* bytes that were replaced ... */
-	uint64_t wlen;     /* length of the write (len counts only old bytes) */
-	uint8_t *old;      /* ... and what they held (NULL: nothing) */
-	uint8_t *neu;      /* what the write put there (wlen bytes) */
-	uint64_t old_size; /* file size before the change */
-	uint64_t new_size; /* and after it */
-	int is_write;
-};
-
-struct mfile {
-	char *name;
-	uint8_t *data;
-	uint64_t size, cap;
-	uint32_t mode;
-	struct undo *undo;
-	size_t nundo, capundo;
-};
-
-struct alex_mem {
-	struct mfile *files;
-	size_t nfiles, capfiles;
-	uint64_t ops, seq;
-	uint64_t fail_index;
-	unsigned fail_mask;
-	int fail_err;
-	int untracked; /* no undo records: faster, but no crash images */
-	uint64_t limit; /* largest file size; past it EFBIG, like a filesystem */
-	uint64_t disk;  /* all live files together; past it ENOSPC (0: none) */
-	void (*hook)(void *, uint64_t, enum alex_mem_op, int);
-	void *hook_arg;
-};
+#include "io_mem_impl.h"
 
 alex_mem *alex_mem_new(void)
 {
@@ -99,7 +67,7 @@ static int find(const alex_mem *m, const char *path)
 	return -1;
 }
 
-static int add_file(alex_mem *m, const char *path)
+int alex_mem_add_file(alex_mem *m, const char *path)
 {
 	if (m->nfiles == m->capfiles) {
 		size_t n = m->capfiles ? 2 * m->capfiles : 8;
@@ -117,7 +85,7 @@ static int add_file(alex_mem *m, const char *path)
 	return (int)m->nfiles++;
 }
 
-static int reserve(struct mfile *f, uint64_t size)
+int alex_mem_reserve(struct mfile *f, uint64_t size)
 {
 	if (size <= f->cap)
 		return 0;
@@ -134,7 +102,7 @@ static int reserve(struct mfile *f, uint64_t size)
 }
 
 /* Sets the size; bytes past the old end read as zeros. */
-static void set_size(struct mfile *f, uint64_t size)
+void alex_mem_set_size(struct mfile *f, uint64_t size)
 {
 	if (size < f->size)
 		memset(f->data + size, 0, f->size - size);
@@ -215,7 +183,7 @@ static int mem_open(void *ctx, const char *path, int flags, int *fd)
 	if (i < 0) {
 		if (!(flags & ALEX_O_CREAT))
 			return ENOENT;
-		i = add_file(m, path);
+		i = alex_mem_add_file(m, path);
 		if (i < 0)
 			return ENOMEM;
 	}
@@ -223,7 +191,7 @@ static int mem_open(void *ctx, const char *path, int flags, int *fd)
 		struct mfile *f = &m->files[i];
 		/* O_TRUNC at open is metadata: durable at once, like creation */
 		undo_clear(f);
-		set_size(f, 0);
+		alex_mem_set_size(f, 0);
 	}
 	*fd = i;
 	return 0;
@@ -263,7 +231,7 @@ static int mem_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off
 	if (disk_full(m, f, off + n))
 		return ENOSPC;
 	uint64_t end = off + n > f->size ? off + n : f->size;
-	if ((err = reserve(f, off + n)) || (err = push_undo(m, f, off, n, buf, end)))
+	if ((err = alex_mem_reserve(f, off + n)) || (err = push_undo(m, f, off, n, buf, end)))
 		return err;
 	memcpy(f->data + off, buf, n);
 	if (off + n > f->size)
@@ -299,7 +267,7 @@ static int mem_resize(alex_mem *m, int fd, uint64_t size, enum alex_mem_op kind)
 		return EFBIG;
 	if (disk_full(m, f, size))
 		return ENOSPC;
-	if ((err = reserve(f, size)))
+	if ((err = alex_mem_reserve(f, size)))
 		return err;
 	if (size < f->size)
 		err = push_undo(m, f, size, f->size - size, NULL, size);
@@ -307,7 +275,7 @@ static int mem_resize(alex_mem *m, int fd, uint64_t size, enum alex_mem_op kind)
 		err = push_undo(m, f, f->size, 0, NULL, size);
 	if (err)
 		return err;
-	set_size(f, size);
+	alex_mem_set_size(f, size);
 	done_op(m, kind, fd);
 	return 0;
 }
@@ -467,152 +435,17 @@ void alex_mem_on_op(alex_mem *m, void (*fn)(void *, uint64_t, enum alex_mem_op, 
 	m->hook_arg = arg;
 }
 
-static void apply_undo(struct mfile *f, const struct undo *u, uint64_t from)
-{
-	/* restore old bytes [off+from, off+len) that still lie within the file */
-	if (u->old && from < u->len) {
-		uint64_t end = u->off + u->len;
-		if (end > f->size)
-			end = f->size;
-		if (u->off + from < end)
-			memcpy(f->data + u->off + from, u->old + from, end - u->off - from);
-	}
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at);
-
-alex_mem *alex_mem_crash(const alex_mem *m, enum alex_crash how, uint64_t seed)
-{
-	return crash(m, how, seed, -1);
-}
-
-alex_mem *alex_mem_crash_cut(const alex_mem *m, uint64_t cut)
-{
-	return crash(m, ALEX_CRASH_TEAR, 0, (int64_t)cut);
-}
-
-/* Puts file d back to its state at its last fdatasync. */
-static int undo_all(struct mfile *d, const struct mfile *s)
-{
-	for (size_t k = s->nundo; k-- > 0;) {
-		const struct undo *u = &s->undo[k];
-		/* bytes past the shorter size were zeroed */
-		if (u->old_size > d->size && reserve(d, u->old_size))
-			return ENOMEM;
-		set_size(d, u->old_size > d->size ? d->size : u->old_size);
-		d->size = u->old_size;
-		apply_undo(d, u, 0);
-	}
-	return 0;
-}
-
-/*
- * From the synced state, replays each unsynced change of s with what a
- * reordering disk may have kept of it: nothing, all of it, or any subset
- * of its 512-byte sectors.  A size change is kept or lost as a whole; a
- * write that is lost does not extend the file.
- */
-static int redo_subset(struct mfile *d, const struct mfile *s, uint64_t *rng)
-{
-	for (size_t k = 0; k < s->nundo; k++) {
-		const struct undo *u = &s->undo[k];
-		uint64_t r = splitmix(rng) % 8;
-		if (r < 3)
-			continue; /* lost */
-		if (!u->is_write) {
-			if (reserve(d, u->new_size))
-				return ENOMEM;
-			set_size(d, u->new_size > d->size ? d->size : u->new_size);
-			d->size = u->new_size;
-			continue;
-		}
-		if (reserve(d, u->off + u->wlen))
-			return ENOMEM;
-		uint64_t first = u->off & ~511ull, kept_end = 0;
-		for (uint64_t sec = first; sec < u->off + u->wlen; sec += 512) {
-			uint64_t a = sec < u->off ? u->off : sec;
-			uint64_t b = sec + 512 < u->off + u->wlen ? sec + 512 : u->off + u->wlen;
-			if (r < 6 || splitmix(rng) % 2) { /* whole write, or this sector */
-				memcpy(d->data + a, u->neu + (a - u->off), b - a);
-				kept_end = b;
-			}
-		}
-		if (kept_end > d->size)
-			d->size = u->off + u->wlen; /* what was not kept reads as zeros */
-	}
-	return 0;
-}
-
-static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at)
-{
-	alex_mem *c = alex_mem_new();
-	struct mfile *torn = NULL;
-	const struct undo *tu = NULL;
-	uint64_t rng = seed;
-
-	if (!c)
-		return NULL;
-	for (size_t i = 0; i < m->nfiles; i++) {
-		const struct mfile *s = &m->files[i];
-		int j = add_file(c, s->name ? s->name : "");
-		if (j < 0 || reserve(&c->files[j], s->size)) {
-			alex_mem_free(c);
-			return NULL;
-		}
-		if (!s->name) { /* keep handle numbers aligned; the file is dead */
-			free(c->files[j].name);
-			c->files[j].name = NULL;
-		}
-		struct mfile *d = &c->files[j];
-		d->mode = s->mode;
-		if (s->size)
-			memcpy(d->data, s->data, s->size);
-		d->size = s->size;
-		if ((how == ALEX_CRASH_LOSE || how == ALEX_CRASH_SUBSET) &&
-		    (undo_all(d, s) || (how == ALEX_CRASH_SUBSET && redo_subset(d, s, &rng)))) {
-			alex_mem_free(c);
-			return NULL;
-		} else if (how == ALEX_CRASH_TEAR) {
-			for (size_t k = 0; k < s->nundo; k++)
-				if (s->undo[k].is_write && (!tu || s->undo[k].seq > tu->seq)) {
-					tu = &s->undo[k];
-					torn = d;
-				}
-		}
-	}
-	if (tu && tu->wlen) {
-		uint64_t s = seed, cut = splitmix(&s) % tu->wlen;
-		if (cut_at >= 0)
-			cut = (uint64_t)cut_at < tu->wlen ? (uint64_t)cut_at : tu->wlen;
-		apply_undo(torn, tu, cut);
-		/* new bytes past the old end of file: the torn part reads as zeros */
-		uint64_t z = cut > tu->len ? cut : tu->len;
-		uint64_t end = tu->off + tu->wlen > torn->size ? torn->size : tu->off + tu->wlen;
-		if (tu->off + z < end)
-			memset(torn->data + tu->off + z, 0, end - tu->off - z);
-	}
-	return c;
-}
-
 int alex_mem_set(alex_mem *m, const char *path, const void *data, size_t len)
 {
 	int i = find(m, path);
 
-	if (i < 0 && (i = add_file(m, path)) < 0)
+	if (i < 0 && (i = alex_mem_add_file(m, path)) < 0)
 		return ENOMEM;
 	struct mfile *f = &m->files[i];
-	if (reserve(f, len))
+	if (alex_mem_reserve(f, len))
 		return ENOMEM;
 	undo_clear(f);
-	set_size(f, 0);
+	alex_mem_set_size(f, 0);
 	if (len)
 		memcpy(f->data, data, len);
 	f->size = len;

@@ -21,6 +21,7 @@
  * appended to a trace (io_test.h), for tests/preload/cutfs to rebuild a
  * disk from at any point after the run.
  */
+#include "bytes.h"
 #include "io.h"
 
 #include <errno.h>
@@ -55,74 +56,6 @@ static struct {
 	unsigned char is_log[MAXFD];
 	int fault_done;
 } T = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static int trace_fd = -1; /* ALEX_TEST_RECORD, opened once, O_APPEND */
-
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-	return s ? s + 1 : path;
-}
-
-void alex_test_record(enum alex_trace_kind kind, int fd, uint64_t ino, uint64_t off,
-		      uint64_t len, const void *data, const char *path, const char *path2)
-{
-	struct alex_trace_rec r = { ALEX_TRACE_MAGIC, kind, ino, off, len, 0, 0, 0 };
-	struct iovec v[4];
-	struct timespec ts;
-	int n = 0, saved = errno;
-
-	if (trace_fd < 0)
-		return;
-	if (!ino && fd >= 0) {
-		struct stat st;
-		if (syscall(SYS_fstat, fd, &st) == 0)
-			r.ino = (uint64_t)st.st_ino;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	r.t_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	r.pid = (uint32_t)getpid();
-	path = base_name(path);
-	path2 = base_name(path2);
-	size_t p1 = path ? strlen(path) : 0, p2 = path2 ? strlen(path2) + 1 : 0;
-	r.plen = (uint32_t)(p1 + p2);
-	v[n++] = (struct iovec){ &r, sizeof r };
-	if (p1)
-		v[n++] = (struct iovec){ (void *)path, p1 };
-	if (p2) {
-		/* "from\0to": the NUL that ends from, then to without one */
-		v[n++] = (struct iovec){ "", 1 };
-		v[n++] = (struct iovec){ (void *)path2, p2 - 1 };
-	}
-	if (kind == ALEX_TR_WRITE && len) {
-		/* one append for the whole record, so processes never interleave */
-		size_t total = sizeof r + r.plen + len;
-		uint8_t *b = malloc(total);
-		if (!b)
-			goto out;
-		size_t at = 0;
-		for (int i = 0; i < n; i++) {
-			memcpy(b + at, v[i].iov_base, v[i].iov_len);
-			at += v[i].iov_len;
-		}
-		memcpy(b + at, data, len);
-		if (syscall(SYS_write, trace_fd, b, total) < 0)
-			at = 0;
-		free(b);
-		goto out;
-	}
-	if (syscall(SYS_writev, trace_fd, v, n) < 0)
-		n = 0;
-out:
-	errno = saved;
-}
-
-static void record_open(void)
-{
-	if (T.cfg.record[0] && trace_fd < 0)
-		trace_fd = (int)syscall(SYS_openat, AT_FDCWD, T.cfg.record,
-					O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-}
 
 static const char *const class_name[ALEX_TEST_NCLASS] = { "logwrite", "grow", "logsync",
 							  "ckptwrite", "ckptsync" };
@@ -254,12 +187,6 @@ static int is_log(int fd)
 	return fd >= 0 && fd < MAXFD && T.is_log[fd];
 }
 
-static int all_zero(const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
-}
-
 static int t_open(void *ctx, const char *path, int flags, int *fd)
 {
 	int err = P()->open(ctx, path, flags, fd);
@@ -303,7 +230,7 @@ static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
 	pthread_mutex_lock(&T.mu);
 	enum alex_test_class c = !is_log(fd) ? ALEX_TEST_CKPTWRITE
-				 : all_zero(buf, n) ? ALEX_TEST_GROW : ALEX_TEST_LOGWRITE;
+				 : alex_all_zero(buf, n) ? ALEX_TEST_GROW : ALEX_TEST_LOGWRITE;
 	int err = before("pwrite", c);
 	if (!err)
 		err = remember(fd, off, n);
@@ -442,7 +369,7 @@ const struct alex_io *alex_test_io(const struct alex_test_cfg *cfg)
 {
 	pthread_mutex_lock(&T.mu);
 	T.cfg = *cfg;
-	record_open();
+	alex_test_record_open(T.cfg.record);
 	pthread_mutex_unlock(&T.mu);
 	return &test_io;
 }

@@ -78,6 +78,8 @@ struct alex_trace_rec {
 
 /* Appends one record (no-op unless ALEX_TEST_RECORD is set).  ino 0 with
  * a descriptor >= 0: the descriptor's inode. */
+/* io_test_record.c: opens the record file at path (once; "" records nothing). */
+void alex_test_record_open(const char *path);
 void alex_test_record(enum alex_trace_kind kind, int fd, uint64_t ino, uint64_t off,
 		      uint64_t len, const void *data, const char *path, const char *path2);
 

@@ -34,8 +34,6 @@
 #include "crc32c.h"
 #include "db.h"
 #include "log.h"
-#include "protect.h"
-#include "recover.h"
 
 static void random_bytes(void *buf, size_t n)
 {
@@ -101,42 +99,6 @@ int alex_log_lock_ckpt(struct alex_db *db, int on)
 		  : db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_CKPT, ALEX_UNLOCK);
 }
 
-/* How much a growth step may take of what is left on the file system. */
-static uint64_t step_limit(struct alex_db *db, int fd)
-{
-	uint64_t avail;
-
-	if (db->io.ops->space(db->io.ctx, fd, &avail))
-		return UINT64_MAX;
-	db->space_avail = avail;
-	return avail / 16;
-}
-
-/*
- * Grows the log by writing zeros, not with fallocate: an fallocated block
- * is "unwritten", and the first fdatasync after writing into it must also
- * commit the extent's conversion to the filesystem journal -- a second
- * device flush per commit.  Space that was written once is overwritten in
- * place forever after (epochs reuse it), so a commit's fdatasync flushes
- * data only (WALDIO's incremental preallocation, measured ~40 % more
- * commits/s on ext4 here).  Steps double from 64 KiB up to prealloc_bytes,
- * so a small database keeps a small log, and never take more than a
- * sixteenth of the free space, so a nearly full disk is not filled by zeros.
- */
-static const uint8_t zeros[64 << 10];
-
-static int grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
-{
-	int err;
-
-	for (uint64_t off = from; off < to; off += sizeof zeros) {
-		uint64_t n = to - off < sizeof zeros ? to - off : sizeof zeros;
-		if ((err = db->io.ops->pwrite(db->io.ctx, fd, zeros, n, off)))
-			return err;
-	}
-	return 0;
-}
-
 static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn)
 {
 	db->hdr.version = ALEX_FORMAT_VERSION;
@@ -158,7 +120,7 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn)
  * log (the loser's EEXIST sends it to open the winner's).  replace: what is
  * in the way holds nothing (alex_log_open said so).
  */
-static int create_log(struct alex_db *db, int replace)
+static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	size_t n = strlen(db->log_path) + 32;
@@ -172,8 +134,8 @@ static int create_log(struct alex_db *db, int replace)
 	memset(&db->hdr, 0, sizeof db->hdr);
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
 	new_header(db, 1, 1);
-	if ((err = alex_protect_base_header(db, db->hdr.base)) ||
-	    (err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
+	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
+	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
 	    (err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
 		goto out;
 	/* The database's mode (and owner) before the name exists: the log
@@ -337,41 +299,6 @@ int alex_log_changed(struct alex_db *db, int *changed)
 	return 0;
 }
 
-/* Makes sure [append_off, end) lies inside written space. */
-static int prealloc(struct alex_db *db, uint64_t end)
-{
-	if (end <= db->alloc_end)
-		return 0;
-	uint64_t have = db->alloc_end - ALEX_LOG_DATA, step = have < (64u << 10) ? (64u << 10) : have;
-	if (!have)
-		return 0; /* a new log: its first record extends it (alex_log_append) */
-	uint64_t room = step_limit(db, db->log_fd);
-	if (step > db->cfg.prealloc_bytes)
-		step = db->cfg.prealloc_bytes;
-	if (step > room)
-		step = room < ALEX_BLOCK ? ALEX_BLOCK : room & ~(uint64_t)(ALEX_BLOCK - 1);
-	uint64_t want = db->alloc_end + (end - db->alloc_end + step - 1) / step * step;
-	int err = grow(db, db->log_fd, db->alloc_end, want);
-	if ((err == ENOSPC || err == EDQUOT) && want > alex_roundup_block(end)) {
-		/* a full disk may still have room for what is needed now */
-		want = alex_roundup_block(end);
-		err = grow(db, db->log_fd, db->alloc_end, want);
-	}
-	if (err)
-		return err; /* alloc_end stays: the next try writes it all again */
-	db->alloc_end = want;
-	return 0;
-}
-
-int alex_log_reserve(struct alex_db *db, uint32_t blocks)
-{
-	if (db->log_fd < 0 || db->log_stub || !db->epoch_live)
-		return 0; /* the log is made, or its epoch begun, by the record */
-	uint64_t rec = alex_roundup_block(ALEX_REC_FIXED +
-					  (uint64_t)blocks * (ALEX_REC_ENTRY + ALEX_BLOCK));
-	return prealloc(db, db->append_off + rec);
-}
-
 int alex_log_write_header(struct alex_db *db)
 {
 	int err = write_slot(db, db->log_fd, &db->hdr);
@@ -381,7 +308,7 @@ int alex_log_write_header(struct alex_db *db)
 	return err;
 }
 
-int alex_log_begin_epoch(struct alex_db *db, int sync)
+int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 {
 	int err;
 
@@ -391,12 +318,10 @@ int alex_log_begin_epoch(struct alex_db *db, int sync)
 		if (db->log_fd >= 0)
 			db->io.ops->close(db->io.ctx, db->log_fd);
 		db->log_fd = -1;
-		if ((err = create_log(db, db->log_stub)) == EEXIST) {
-			/* another process made it first: use theirs */
-			if ((err = alex_log_reopen(db)) || (err = alex_recover(db)))
-				return err;
-			if (db->epoch_live)
-				return 0;
+		if ((err = create_log(db, db->log_stub, base_hdr)) == EEXIST) {
+			/* another process made it first: the caller recovers
+			 * theirs (alex_epoch_begin) */
+			return (err = alex_log_reopen(db)) ? err : ALEX_EADOPT;
 		} else {
 			db->log_stub = 0;
 			if (!err)
@@ -405,7 +330,8 @@ int alex_log_begin_epoch(struct alex_db *db, int sync)
 		}
 	}
 	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1);
-	if ((err = alex_protect_base_header(db, db->hdr.base)) || (err = alex_log_write_header(db)))
+	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
+	if ((err = alex_log_write_header(db)))
 		goto fail;
 	if (sync && (err = alex_log_sync(db)))
 		goto fail;
@@ -428,7 +354,7 @@ int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
 	if (memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) != 0 &&
 	    (err = alex_log_write_header(db)))
 		return err;
-	if ((err = prealloc(db, db->append_off + rec_len)))
+	if ((err = alex_log_prealloc(db, db->append_off + rec_len)))
 		return err;
 	if ((err = db->io.ops->pwrite(db->io.ctx, db->log_fd, db->rec, rec_len, db->append_off)))
 		return err;
@@ -453,20 +379,6 @@ int alex_log_rewrite_header(struct alex_db *db)
 	int err = alex_log_write_header(db);
 
 	return err ? err : alex_log_sync(db);
-}
-
-int alex_log_trim(struct alex_db *db)
-{
-	uint64_t keep = alex_roundup_block(db->append_off > ALEX_LOG_DATA ? db->append_off
-									      : ALEX_LOG_DATA + ALEX_BLOCK);
-	int err;
-
-	if (db->log_fd < 0 || db->log_stub || db->alloc_end <= keep)
-		return 0;
-	if ((err = db->io.ops->ftruncate(db->io.ctx, db->log_fd, keep)))
-		return err;
-	db->alloc_end = keep;
-	return 0;
 }
 
 int alex_log_remove(struct alex_db *db)

@@ -1,4 +1,5 @@
-/* log.h - the log file: its header slots, epochs, appends, space, locks (log.c). */
+/* log.h - the log file: its header slots, epochs, appends, locks (log.c),
+ * and its space (log_space.c). */
 #ifndef ALEX_LOG_H
 #define ALEX_LOG_H
 
@@ -16,9 +17,11 @@ int alex_log_changed(struct alex_db *db, int *changed);
 /* Reads both header slots: the current one into *out; sets slot_damaged.
  * ALEX_ENOLOG when no slot was ever completely written. */
 int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out);
-/* Begins the next epoch (making the log if there is none): a new header,
- * written; synced if sync.  On a failed write the engine stops. */
-int alex_log_begin_epoch(struct alex_db *db, int sync);
+/* Begins the next epoch (making the log if there is none): a new header
+ * carrying base_hdr (the base's first ALEX_BASE_HDR bytes, as SQLite would
+ * read them: alex_protect_base_header), written; synced if sync.  On a failed write the engine stops.
+ * ALEX_EADOPT: another process made the log first (see alex_epoch_begin). */
+int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr);
 /* Writes db->hdr into its slot (no sync). */
 int alex_log_write_header(struct alex_db *db);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
@@ -31,6 +34,10 @@ int alex_log_reserve(struct alex_db *db, uint32_t blocks);
 int alex_log_rewrite_header(struct alex_db *db);
 /* Takes (on) or drops the checkpoint lock (ALEX_LOCK_CKPT). */
 int alex_log_lock_ckpt(struct alex_db *db, int on);
+/* log_space.c: writes zeros into [from, to) of fd. */
+int alex_log_grow(struct alex_db *db, int fd, uint64_t from, uint64_t to);
+/* Makes sure [append_off, end) lies inside written space. */
+int alex_log_prealloc(struct alex_db *db, uint64_t end);
 /* Gives back the log's preallocated space past the last record (a file
  * system running full); the next record grows it again. */
 int alex_log_trim(struct alex_db *db);

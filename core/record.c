@@ -92,15 +92,7 @@ void alex_rec_encode(uint8_t *out, struct alex_rec *r)
 	alex_put32(out + 108, r->hdr_crc);
 }
 
-static int all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
-int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
+enum alex_stop alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 			       uint64_t lsn, uint32_t prev_crc, struct alex_rec *r)
 {
 	if (room < ALEX_BLOCK)
@@ -117,24 +109,8 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 			return ALEX_STOP_BAD_MAGIC;
 		return ALEX_STOP_END;
 	}
-	r->hdr_crc = alex_get32(buf + 108);
-	if (r->hdr_crc != alex_crc32c(0, buf, 108))
+	if (!alex_rec_peek(buf, r))
 		return ALEX_STOP_BAD_HEADER;
-	r->cond_len = alex_get32(buf + 104);
-	r->hdr_len = alex_get32(buf + 4);
-	r->rec_len = alex_get32(buf + 8);
-	r->nblocks = alex_get32(buf + 12);
-	r->epoch = alex_get64(buf + 16);
-	r->lsn = alex_get64(buf + 24);
-	r->txn = alex_get64(buf + 32);
-	r->flags = alex_get32(buf + 40);
-	r->nonce = alex_get32(buf + 44);
-	r->prev_crc = alex_get32(buf + 48);
-	r->table_crc = alex_get32(buf + 52);
-	for (int f = 0; f < ALEX_NFILES; f++) {
-		r->size[f] = alex_get64(buf + 56 + 8 * f);
-		r->trunc[f] = alex_get64(buf + 80 + 8 * f);
-	}
 	/* A header from an earlier epoch or an abandoned chain is a clean end,
 	 * not damage: its crc is fine, it just is not the next record. */
 	if (r->epoch != epoch || r->lsn != lsn || r->prev_crc != prev_crc)
@@ -153,10 +129,35 @@ int alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 		return ALEX_STOP_BAD_HEADER;
 	if (r->rec_len > room)
 		return ALEX_STOP_TRUNCATED;
-	return ALEX_REC_VALID;
+	return ALEX_STOP_NONE;
 }
 
-int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
+int alex_rec_peek(const uint8_t *buf, struct alex_rec *r)
+{
+	if (alex_get32(buf) != ALEX_REC_MAGIC)
+		return 0;
+	r->hdr_crc = alex_get32(buf + 108);
+	if (r->hdr_crc != alex_crc32c(0, buf, 108))
+		return 0;
+	r->cond_len = alex_get32(buf + 104);
+	r->hdr_len = alex_get32(buf + 4);
+	r->rec_len = alex_get32(buf + 8);
+	r->nblocks = alex_get32(buf + 12);
+	r->epoch = alex_get64(buf + 16);
+	r->lsn = alex_get64(buf + 24);
+	r->txn = alex_get64(buf + 32);
+	r->flags = alex_get32(buf + 40);
+	r->nonce = alex_get32(buf + 44);
+	r->prev_crc = alex_get32(buf + 48);
+	r->table_crc = alex_get32(buf + 52);
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		r->size[f] = alex_get64(buf + 56 + 8 * f);
+		r->trunc[f] = alex_get64(buf + 80 + 8 * f);
+	}
+	return 1;
+}
+
+enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 {
 	const uint8_t *tab = rec + ALEX_REC_FIXED;
 	uint64_t pos = r->hdr_len;
@@ -178,7 +179,7 @@ int alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 			return ALEX_STOP_BAD_BLOCK;
 		pos += e.stored_len;
 	}
-	if (!all_zero(rec + pos, r->rec_len - pos))
+	if (!alex_all_zero(rec + pos, r->rec_len - pos))
 		return ALEX_STOP_BAD_PADDING;
-	return ALEX_REC_VALID;
+	return ALEX_STOP_NONE;
 }

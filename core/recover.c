@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
-#include "crc32c.h"
 #include "db.h"
 #include "log.h"
 #include "protect.h"
@@ -117,12 +115,12 @@ static int adopt_next_epoch(alex_db *db)
 	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, ALEX_LOG_DATA,
 				     &got)))
 		return err;
-	if (got < ALEX_BLOCK || alex_get32(b) != ALEX_REC_MAGIC)
+	if (got < ALEX_BLOCK || !alex_rec_peek(b, &r))
 		return 0;
-	uint64_t epoch = alex_get64(b + 16), lsn = alex_get64(b + 24);
-	uint32_t salt = alex_get32(b + 48);
+	uint64_t epoch = r.epoch, lsn = r.lsn;
+	uint32_t salt = r.prev_crc;
 	if (epoch != db->hdr.epoch + 1 ||
-	    alex_rec_decode(b, db->alloc_end - ALEX_LOG_DATA, epoch, lsn, salt, &r) != ALEX_REC_VALID)
+	    alex_rec_decode(b, db->alloc_end - ALEX_LOG_DATA, epoch, lsn, salt, &r) != ALEX_STOP_NONE)
 		return 0;
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
@@ -147,6 +145,7 @@ static int adopt_next_epoch(alex_db *db)
  */
 static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 {
+	struct alex_rec r;
 	uint8_t *b = db->scratch;
 	size_t got;
 	int err;
@@ -154,11 +153,9 @@ static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 	for (uint64_t off = from; off + ALEX_BLOCK <= db->alloc_end; off += ALEX_BLOCK) {
 		if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, b, ALEX_REC_FIXED, off, &got)))
 			return err;
-		if (got < ALEX_REC_FIXED || alex_get32(b) != ALEX_REC_MAGIC ||
-		    alex_get32(b + 108) != alex_crc32c(0, b, 108) ||
-		    !(alex_get32(b + 40) & ALEX_REC_COMMIT))
+		if (got < ALEX_REC_FIXED || !alex_rec_peek(b, &r) || !(r.flags & ALEX_REC_COMMIT))
 			continue;
-		if (alex_get64(b + 16) == db->hdr.epoch && alex_get64(b + 24) > lsn) {
+		if (r.epoch == db->hdr.epoch && r.lsn > lsn) {
 			db->st.lost_offset = off;
 			return 0;
 		}
@@ -237,6 +234,64 @@ static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 	return 0;
 }
 
+/* Reads the record at off into db->rec if it is the one expected (lsn,
+ * prev) and whole and valid; else *why says why not.  0 or an I/O error. */
+static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
+		       struct alex_rec *r, enum alex_stop *why)
+{
+	const struct alex_io_ops *io = db->io.ops;
+	uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
+	size_t got;
+	int err;
+
+	if (room < ALEX_BLOCK) {
+		*why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
+		return 0;
+	}
+	if ((err = io->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
+		return err;
+	if (got < ALEX_BLOCK) { /* the file shrank under us */
+		*why = ALEX_STOP_TRUNCATED;
+		return 0;
+	}
+	if ((*why = alex_rec_decode(db->rec, room, db->hdr.epoch, lsn, prev, r)) != ALEX_STOP_NONE)
+		return 0;
+	if (r->rec_len > ALEX_BLOCK) {
+		/* read it whole: growing the buffer drops its contents */
+		if ((err = reserve(db, r->rec_len)) ||
+		    (err = io->pread(db->io.ctx, db->log_fd, db->rec, r->rec_len, off, &got)))
+			return err;
+		if (got < r->rec_len) {
+			*why = ALEX_STOP_TRUNCATED;
+			return 0;
+		}
+	}
+	*why = alex_rec_check_body(db->rec, r);
+	return 0;
+}
+
+/* The conditional commit record r (at end - rec_len) ends the group that
+ * began at start and whose blocks are in *ops: hold it, undecided. */
+static void hold(struct held *h, struct ops *ops, const uint8_t *rec, const struct alex_rec *r,
+		 uint64_t start, uint64_t end, uint64_t lsn, uint32_t prev)
+{
+	struct ops t = h->ops;
+
+	h->ops = *ops;
+	*ops = t;
+	ops->n = 0;
+	h->on = 1;
+	h->start = start;
+	h->end = end;
+	h->commit_off = end - r->rec_len;
+	h->lsn = lsn;
+	h->prev = prev;
+	h->txn = r->txn;
+	memcpy(h->size, r->size, sizeof h->size);
+	memcpy(h->path, rec + r->hdr_len - r->cond_len, r->cond_len);
+	h->path[r->cond_len] = 0;
+}
+
 /*
  * Reads records from db->append_off on, expecting db->next_lsn and
  * db->prev_crc, and applies every committed one; the position moves past
@@ -245,14 +300,12 @@ static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 static int scan(alex_db *db, int may_abort, uint64_t *commits, uint64_t *stop,
 		enum alex_stop *why_out, uint64_t *uncommitted_out)
 {
-	const struct alex_io_ops *io = db->io.ops;
 	struct ops ops = { 0 };
 	struct held *h = calloc(1, sizeof *h);
 	uint64_t off = db->append_off, lsn = db->next_lsn, uncommitted = 0, group = off;
 	uint32_t prev = db->prev_crc;
 	enum alex_stop why = ALEX_STOP_END;
 	struct alex_rec r;
-	size_t got;
 	int err = 0;
 
 	if (!h)
@@ -260,36 +313,10 @@ static int scan(alex_db *db, int may_abort, uint64_t *commits, uint64_t *stop,
 	free(db->doubt);
 	db->doubt = NULL;
 	for (;;) {
-		uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
-		if (room < ALEX_BLOCK) {
-			why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
-			break;
-		}
-		if ((err = io->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
+		if ((err = read_record(db, off, lsn, prev, &r, &why)))
 			goto out;
-		if (got < ALEX_BLOCK) { /* the file shrank under us */
-			why = ALEX_STOP_TRUNCATED;
+		if (why != ALEX_STOP_NONE)
 			break;
-		}
-		int v = alex_rec_decode(db->rec, room, db->hdr.epoch, lsn, prev, &r);
-		if (v != ALEX_REC_VALID) {
-			why = (enum alex_stop)v;
-			break;
-		}
-		if (r.rec_len > ALEX_BLOCK) {
-			/* read it whole: growing the buffer drops its contents */
-			if ((err = reserve(db, r.rec_len)) ||
-			    (err = io->pread(db->io.ctx, db->log_fd, db->rec, r.rec_len, off, &got)))
-				goto out;
-			if (got < r.rec_len) {
-				why = ALEX_STOP_TRUNCATED;
-				break;
-			}
-		}
-		if ((v = alex_rec_check_body(db->rec, &r)) != ALEX_REC_VALID) {
-			why = (enum alex_stop)v;
-			break;
-		}
 		if ((err = queue(&ops, db->rec, &r, off)))
 			goto out;
 		db->st.recovered_records++;
@@ -305,22 +332,9 @@ static int scan(alex_db *db, int may_abort, uint64_t *commits, uint64_t *stop,
 			goto out;
 		h->on = 0;
 		uncommitted = 0;
-		if (r.flags & ALEX_REC_COND) {
-			struct ops t = h->ops;
-			h->ops = ops;
-			ops = t;
-			ops.n = 0;
-			h->on = 1;
-			h->start = group;
-			h->end = off;
-			h->commit_off = off - r.rec_len;
-			h->lsn = lsn;
-			h->prev = prev;
-			h->txn = r.txn;
-			memcpy(h->size, r.size, sizeof h->size);
-			memcpy(h->path, db->rec + r.hdr_len - r.cond_len, r.cond_len);
-			h->path[r.cond_len] = 0;
-		} else if ((err = commit_group(db, &ops, r.size, off, lsn, prev, r.txn, commits))) {
+		if (r.flags & ALEX_REC_COND)
+			hold(h, &ops, db->rec, &r, group, off, lsn, prev);
+		else if ((err = commit_group(db, &ops, r.size, off, lsn, prev, r.txn, commits))) {
 			goto out;
 		}
 		group = off;

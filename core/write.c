@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "log.h"
 #include "protect.h"
+#include "recover.h"
 
 int alex_txn_open(const alex_db *db)
 {
@@ -48,11 +49,26 @@ int alex_make_room(alex_db *db)
  * records the base as it is now; alex_log_append writes it with the record,
  * under the record's sync.
  */
+int alex_epoch_begin(alex_db *db, int sync)
+{
+	uint8_t base[ALEX_BASE_HDR];
+	int err;
+
+	if ((err = alex_protect_base_header(db, base)))
+		return err;
+	if ((err = alex_log_begin_epoch(db, sync, base)) != ALEX_EADOPT)
+		return err;
+	/* another process made the log first: use theirs */
+	if ((err = alex_recover(db)) || db->epoch_live)
+		return err;
+	return alex_log_begin_epoch(db, sync, base);
+}
+
 int alex_epoch_ensure(alex_db *db)
 {
 	int err;
 
-	if (!db->epoch_live && (err = alex_log_begin_epoch(db, 0)))
+	if (!db->epoch_live && (err = alex_epoch_begin(db, 0)))
 		return err;
 	if (db->epoch_started)
 		return 0;

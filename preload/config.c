@@ -11,7 +11,7 @@
 
 struct alex_pconfig alex_cfg;
 
-void alex_log(enum alex_loglevel level, const char *fmt, ...)
+void alex_msg(enum alex_msglevel level, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -191,27 +191,16 @@ static void test_settings(void)
 }
 #endif
 
-int alex_config_load(void)
+/* The engine's settings (struct alex_config) from the environment. */
+static void engine_settings(struct alex_config *e)
 {
-	static const char *const modes[] = { "alex", "off" };
 	static const char *const syncs[] = { "full", "normal", "off" };
 	static const char *const comps[] = { "auto", "lz4", "off" };
-	static const char *const levels[] = { "error", "warn", "info", "debug" };
-	struct alex_config *e = &alex_cfg.engine;
 	unsigned long long x;
-	int v;
+	int v = 0;
 
 	alex_config_default(e);
 	e->db_only = 1; /* the journal lives in memory, the WAL is SQLite's */
-	alex_cfg.loglevel = ALEX_LOG_WARN;
-	alex_cfg.bad = 0;
-	v = ALEX_LOG_WARN;
-	choice("ALEX_LOG", levels, 4, &v);
-	alex_cfg.loglevel = (enum alex_loglevel)v;
-	v = 0;
-	choice("ALEX_MODE", modes, 2, &v);
-	alex_cfg.mode = (enum alex_mode)v;
-	v = 0;
 	if (!choice("ALEX_SYNC", syncs, 3, &v))
 		e->sync = (enum alex_sync)v;
 	v = 0;
@@ -240,6 +229,21 @@ int alex_config_load(void)
 	x = 0;
 	if (!number("ALEX_KEEP_LOG", 0, 1, &x))
 		e->remove_log = !x;
+}
+
+int alex_config_load(void)
+{
+	static const char *const modes[] = { "alex", "off" };
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	int v = ALEX_MSG_WARN;
+
+	alex_cfg.bad = 0;
+	choice("ALEX_LOG", levels, 4, &v);
+	alex_cfg.loglevel = (enum alex_msglevel)v;
+	v = 0;
+	choice("ALEX_MODE", modes, 2, &v);
+	alex_cfg.mode = (enum alex_mode)v;
+	engine_settings(&alex_cfg.engine);
 	patterns();
 	const char *s = getenv("ALEX_STATS");
 	alex_cfg.stats_path[0] = 0;

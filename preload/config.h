@@ -13,7 +13,7 @@
 #endif
 
 enum alex_mode { ALEX_MODE_ON = 0, ALEX_MODE_OFF = 1 };
-enum alex_loglevel { ALEX_LOG_ERROR = 0, ALEX_LOG_WARN, ALEX_LOG_INFO, ALEX_LOG_DEBUG };
+enum alex_msglevel { ALEX_MSG_ERROR = 0, ALEX_MSG_WARN, ALEX_MSG_INFO, ALEX_MSG_DEBUG };
 
 #define ALEX_MAX_PATTERNS 16
 
@@ -23,7 +23,7 @@ struct alex_pconfig {
 	char patterns[ALEX_MAX_PATTERNS][128];
 	int npatterns;
 	char stats_path[4096];
-	enum alex_loglevel loglevel;
+	enum alex_msglevel loglevel;
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 #ifdef ALEX_TESTING
 	/* the test build only (libalex-test.so): ALEX_TEST_* puts the
@@ -40,7 +40,7 @@ extern struct alex_pconfig alex_cfg;
 int alex_config_load(void);
 
 /* Logs one line "libalex: ..." to stderr at or above the configured level. */
-void alex_log(enum alex_loglevel level, const char *fmt, ...)
+void alex_msg(enum alex_msglevel level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "state.h"
+#include "fdtable.h"
+#include "pdb.h"
+#include "serve.h"
 
 static struct ofd **tab;
 static size_t ntab;
@@ -64,7 +66,7 @@ void alex_ofd_put(struct ofd *o)
 {
 	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		if (o->role == ROLE_WAL)
-			alex_pdb_wal_closed(o->db);
+			alex_serve_wal_closed(o->db);
 		alex_pdb_put(o->db);
 		free(o);
 	}

@@ -1,4 +1,4 @@
-/* hooks.h - what the hook files share. */
+/* hooks.h - what the hook files share (init.c, path.c, hooks_close.c). */
 #ifndef ALEX_HOOKS_H
 #define ALEX_HOOKS_H
 
@@ -6,11 +6,22 @@
 
 #define ALEX_EXPORT __attribute__((visibility("default")))
 
+/* init.c */
 /* Tracking is on (constructor ran, ALEX_MODE is not off). */
 int alex_active(void);
+/* A vfork()ed child shares our memory until it execs: it must not change
+ * the tables. */
+int alex_vfork_child(void);
+/* This process owns the tables (at start, and in a fork()ed child). */
+void alex_owner_reset(void);
+
+/* path.c: path made absolute against dirfd (or the cwd).  0 or an errno. */
 int alex_abs_path(int dirfd, const char *path, char *out, size_t cap);
+
+/* hooks_close.c */
+/* close(2) as the hooks see it: the table forgets fd first. */
 int alex_close_hook(int fd);
+/* After newfd became a copy of oldfd in the kernel. */
 void alex_dup_track(int oldfd, int newfd);
-void alex_pdb_cancel_dirsync(void);
 
 #endif

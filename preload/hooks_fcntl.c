@@ -8,16 +8,12 @@
 #include <errno.h>
 #include <stdarg.h>
 
-#include "config.h"
+#include "fdtable.h"
 #include "hooks.h"
 #include "real.h"
-#include "state.h"
+#include "serve.h"
+#include "sqlite_locks.h"
 #include "stats.h"
-
-#define SQLITE_RESERVED_BYTE 0x40000001LL /* PENDING_BYTE + 1, os_unix.c */
-#define SQLITE_SHARED_FIRST 0x40000002LL  /* PENDING_BYTE + 2 */
-
-int alex_commit_fd(int fd);
 
 /* A byte-range lock being set (process or open-file-description kind). */
 static int sets_lock(int cmd, const struct flock *l)
@@ -46,26 +42,18 @@ static int takes_shared(int cmd, const struct flock *l)
 	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
 }
 
+/* After SQLite got SHARED: catch up with other processes' commits, or give
+ * the lock back, so that SQLite sees the lock fail (from EXCLUSIVE it falls
+ * back to the SHARED it held). */
 static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(int, int, ...))
 {
-	ALEX_COUNT(refreshes, 1);
-	pthread_mutex_lock(&o->db->mu);
-	int rc = alex_refresh(o->db->eng, 1);
-	if (!rc && o->db->ref_check && !alex_in_doubt(o->db->eng)) {
-		alex_multidb_cleanup(o->db);
-		o->db->ref_check = 0;
-	}
-	pthread_mutex_unlock(&o->db->mu);
-	if (!rc)
+	if (alex_serve_lock_shared(o->db) == 0)
 		return 0;
-	alex_log(ALEX_LOG_ERROR, "%s: reading other processes' commits: %s", o->db->path,
-		 alex_strerror(rc));
+	int err = errno;
 	struct flock u = *l;
-	/* give the lock back: SQLite sees the lock fail; from EXCLUSIVE it
-	 * falls back to the SHARED it held */
 	u.l_type = l->l_type == F_WRLCK ? F_RDLCK : F_UNLCK;
 	real(fd, cmd, &u);
-	errno = alex_errno_of(rc);
+	errno = err;
 	return -1;
 }
 
@@ -77,7 +65,7 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 
 	if (served && releases_reserved(cmd, arg)) {
 		ALEX_COUNT(reserved_releases, 1);
-		if (alex_commit_fd(fd) != 0)
+		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	}
 	int r = real(fd, cmd, arg);

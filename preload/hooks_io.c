@@ -1,6 +1,6 @@
 /*
  * hooks_io.c - reads, writes, seeks, syncs, truncation and mapping of a
- * tracked database: served by the engine, under the database's lock.
+ * tracked database: served by the engine (serve.c).
  * SQLite's fsync/fdatasync of the database file is the commit boundary.
  */
 #include <errno.h>
@@ -8,10 +8,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "bytes.h"
+#include "dirsync.h"
+#include "fdtable.h"
 #include "hooks.h"
 #include "real.h"
 #include "record.h"
-#include "state.h"
+#include "serve.h"
 #include "stats.h"
 
 /* o, when it is a database the engine serves now (not in WAL mode) */
@@ -27,48 +30,28 @@ static inline struct ofd *dbo(int fd)
 	return served(o) ? o : NULL;
 }
 
-static ssize_t ret(int rc, ssize_t n)
+/* One buffer at off (a pread or pwrite); off < 0 is EINVAL, as the kernel says. */
+static ssize_t db_pio(struct ofd *o, void *buf, size_t n, int64_t off, enum alex_serve_io how)
 {
-	if (rc) {
-		errno = alex_errno_of(rc);
+	struct iovec v = { buf, n };
+	uint64_t pos = (uint64_t)off;
+
+	if (off < 0) {
+		errno = EINVAL;
 		return -1;
 	}
-	return n;
+	return alex_serve_io(o->db, &v, 1, &pos, how);
 }
 
 static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
 {
-	size_t got = 0;
-
-	if (off < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&o->db->mu);
-	int rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off, &got);
-	pthread_mutex_unlock(&o->db->mu);
-	ALEX_COUNT(reads, 1);
-	ALEX_COUNT(read_bytes, got);
-	return ret(rc, (ssize_t)got);
+	return db_pio(o, buf, n, off, ALEX_SERVE_READ);
 }
 
+/* Linux: pwrite on an O_APPEND file appends */
 static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 {
-	if (off < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&o->db->mu);
-	if (o->append) { /* Linux: pwrite on an O_APPEND file appends */
-		uint64_t size;
-		alex_size(o->db->eng, ALEX_FILE_DB, &size);
-		off = (int64_t)size;
-	}
-	int rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, (uint64_t)off);
-	pthread_mutex_unlock(&o->db->mu);
-	ALEX_COUNT(writes, 1);
-	ALEX_COUNT(write_bytes, n);
-	return ret(rc, (ssize_t)n);
+	return db_pio(o, (void *)buf, n, off, o->append ? ALEX_SERVE_APPEND : ALEX_SERVE_WRITE);
 }
 
 ALEX_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -81,14 +64,6 @@ ALEX_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 	struct ofd *o = dbo(fd);
 	return o ? db_pread(o, buf, n, off) : REAL(pread64)(fd, buf, n, off);
 }
-static int all_zero(const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
 
 /*
  * A journal's header zeroed (PERSIST) or the journal truncated to nothing
@@ -99,7 +74,7 @@ static int all_zero(const void *buf, size_t n)
  */
 static ssize_t journal_done(struct ofd *o, ssize_t r)
 {
-	if (r >= 0 && alex_pdb_journal_done(o->db) != 0)
+	if (r >= 0 && alex_serve_journal_done(o->db) != 0)
 		return -1;
 	return r;
 }
@@ -114,10 +89,10 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 	ssize_t r = real(fd, buf, n, off);
 	if (r > 0)
 		ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
-	if (o && o->role == ROLE_JOURNAL && off == 0 && all_zero(buf, n))
+	if (o && o->role == ROLE_JOURNAL && off == 0 && alex_all_zero(buf, n))
 		return journal_done(o, r);
 	if (o && o->role == ROLE_JOURNAL && r == (ssize_t)n)
-		alex_multidb_journal_write(o->db, fd, buf, n, off);
+		alex_serve_journal_write(o->db, fd, buf, n, off);
 	return r;
 }
 ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
@@ -132,22 +107,10 @@ ALEX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 /* read/write at the description's offset */
 static ssize_t db_rw(struct ofd *o, void *buf, size_t n, int writing)
 {
-	size_t got = 0;
-	int rc;
-
-	pthread_mutex_lock(&o->db->mu);
-	if (writing) {
-		if (o->append)
-			alex_size(o->db->eng, ALEX_FILE_DB, &o->pos);
-		rc = alex_write(o->db->eng, ALEX_FILE_DB, buf, n, o->pos);
-		got = n;
-	} else {
-		rc = alex_read(o->db->eng, ALEX_FILE_DB, buf, n, o->pos, &got);
-	}
-	if (!rc)
-		o->pos += got;
-	pthread_mutex_unlock(&o->db->mu);
-	return ret(rc, (ssize_t)got);
+	struct iovec v = { buf, n };
+	enum alex_serve_io how = !writing ? ALEX_SERVE_READ
+				: o->append ? ALEX_SERVE_APPEND : ALEX_SERVE_WRITE;
+	return alex_serve_io(o->db, &v, 1, &o->pos, how);
 }
 
 ALEX_EXPORT ssize_t read(int fd, void *buf, size_t n)
@@ -161,42 +124,18 @@ ALEX_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	return o ? db_rw(o, (void *)buf, n, 1) : REAL(write)(fd, buf, n);
 }
 
-/* Vectored I/O: one engine call per buffer, all under one lock hold.
- * off < 0 means "at the description's offset". */
+/* Vectored I/O.  off < 0 means "at the description's offset". */
 static ssize_t db_vec(struct ofd *o, const struct iovec *iov, int cnt, int64_t off, int writing)
 {
-	uint64_t pos;
-	ssize_t total = 0;
-	int rc = 0;
+	uint64_t pos = (uint64_t)off;
+	enum alex_serve_io how = !writing ? ALEX_SERVE_READ
+				: o->append && off < 0 ? ALEX_SERVE_APPEND : ALEX_SERVE_WRITE;
 
 	if (cnt < 0 || cnt > IOV_MAX || off < -1) {
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&o->db->mu);
-	if (off >= 0)
-		pos = (uint64_t)off;
-	else if (writing && o->append)
-		alex_size(o->db->eng, ALEX_FILE_DB, &pos);
-	else
-		pos = o->pos;
-	for (int i = 0; i < cnt && !rc; i++) {
-		size_t got = iov[i].iov_len;
-		if (writing)
-			rc = alex_write(o->db->eng, ALEX_FILE_DB, iov[i].iov_base, got, pos);
-		else
-			rc = alex_read(o->db->eng, ALEX_FILE_DB, iov[i].iov_base, got, pos, &got);
-		if (rc)
-			break;
-		pos += got;
-		total += (ssize_t)got;
-		if (!writing && got < iov[i].iov_len)
-			break; /* end of file */
-	}
-	if (off < 0 && !rc)
-		o->pos = pos;
-	pthread_mutex_unlock(&o->db->mu);
-	return ret(rc, total);
+	return alex_serve_io(o->db, iov, cnt, off < 0 ? &o->pos : &pos, how);
 }
 
 ALEX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
@@ -244,31 +183,31 @@ ALEX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off
 
 static off64_t db_seek(struct ofd *o, off64_t off, int whence)
 {
-	uint64_t size;
+	uint64_t size = alex_serve_size(o->db);
 	int64_t base;
 
-	pthread_mutex_lock(&o->db->mu);
-	alex_size(o->db->eng, ALEX_FILE_DB, &size);
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
 	case SEEK_CUR: base = (int64_t)o->pos; break;
 	case SEEK_END: base = (int64_t)size; break;
-	case SEEK_DATA: base = 0; if (off >= (off64_t)size) goto nxio; break;
-	case SEEK_HOLE: base = 0; if (off >= (off64_t)size) goto nxio; off = (off64_t)size; break;
-	default: pthread_mutex_unlock(&o->db->mu); errno = EINVAL; return -1;
+	case SEEK_DATA:
+	case SEEK_HOLE: /* one extent, no holes */
+		if (off >= (off64_t)size) {
+			errno = ENXIO;
+			return -1;
+		}
+		base = 0;
+		if (whence == SEEK_HOLE)
+			off = (off64_t)size;
+		break;
+	default: errno = EINVAL; return -1;
 	}
 	if (base + off < 0) {
-		pthread_mutex_unlock(&o->db->mu);
 		errno = EINVAL;
 		return -1;
 	}
 	o->pos = (uint64_t)(base + off);
-	pthread_mutex_unlock(&o->db->mu);
 	return (off64_t)o->pos;
-nxio:
-	pthread_mutex_unlock(&o->db->mu);
-	errno = ENXIO;
-	return -1;
 }
 
 ALEX_EXPORT off_t lseek(int fd, off_t off, int whence)
@@ -284,31 +223,19 @@ ALEX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
 
 /* ---- syncs: the commit boundary ---------------------------------------- */
 
-static int db_commit(struct ofd *o)
-{
-	return alex_pdb_commit(o->db);
-}
-
-int alex_commit_fd(int fd)
-{
-	struct ofd *o = dbo(fd);
-	return o ? db_commit(o) : 0;
-}
-
 static int sync_common(int fd, int (*real)(int))
 {
 	struct ofd *o = alex_fd_get(fd);
 
 	if (served(o)) {
 		ALEX_COUNT(syncs_requested, 1);
-		return db_commit(o);
+		return alex_serve_commit(o->db);
 	}
 	if (o && o->role == ROLE_JOURNAL) {
 		ALEX_COUNT(journal_syncs_elided, 1);
 		return 0; /* the journal lives in memory */
 	}
-	if (__atomic_load_n(&alex_pdb_dirsync_pending, __ATOMIC_ACQUIRE) &&
-	    alex_pdb_take_dirsync(fd)) {
+	if (alex_dirsync_take(fd)) {
 		ALEX_COUNT(dir_syncs_elided, 1);
 		return 0; /* SQLite's directory sync for a journal that lives in memory */
 	}
@@ -338,29 +265,11 @@ ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int fla
 
 /* ---- size changes -------------------------------------------------------- */
 
-static int db_truncate(struct ofd *o, int64_t size)
-{
-	if (size < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&o->db->mu);
-	int rc = alex_truncate(o->db->eng, ALEX_FILE_DB, (uint64_t)size);
-	pthread_mutex_unlock(&o->db->mu);
-	return (int)ret(rc, 0);
-}
-
-int alex_truncate_db(struct pdb *db, int64_t size)
-{
-	struct ofd o = { .db = db, .role = ROLE_DB };
-	return db_truncate(&o, size);
-}
-
 static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
 	if (served(o))
-		return db_truncate(o, size);
+		return alex_serve_truncate(o->db, size);
 	int r = real(fd, size);
 	if (r == 0)
 		ALEX_REC(ALEX_TR_TRUNC, o, fd, (uint64_t)size, 0, NULL, NULL);
@@ -380,21 +289,13 @@ ALEX_EXPORT int ftruncate64(int fd, off64_t size)
 /* Returns 0 or an errno (posix_fallocate's convention). */
 static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
 {
-	uint64_t size;
-
 	if (off < 0 || len <= 0)
 		return EINVAL;
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		return EOPNOTSUPP; /* punching holes in a logical file: not supported */
 	if (mode & FALLOC_FL_KEEP_SIZE)
 		return 0;
-	pthread_mutex_lock(&o->db->mu);
-	alex_size(o->db->eng, ALEX_FILE_DB, &size);
-	int rc = (uint64_t)(off + len) > size
-			 ? alex_truncate(o->db->eng, ALEX_FILE_DB, (uint64_t)(off + len))
-			 : 0;
-	pthread_mutex_unlock(&o->db->mu);
-	return rc ? alex_errno_of(rc) : 0;
+	return alex_serve_extend(o->db, (uint64_t)off + (uint64_t)len);
 }
 
 ALEX_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)

@@ -10,46 +10,20 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "journal.h"
+#include "match.h"
+#include "multidb.h"
+#include "pdb.h"
 #include "real.h"
 #include "record.h"
-#include "state.h"
-
-int alex_truncate_db(struct pdb *db, int64_t size);
-
-/* The pdb whose in-memory journal path names, locked, or NULL. */
-static struct pdb *mem_journal(int dirfd, const char *path)
-{
-	char dbpath[PATH_MAX], abs[PATH_MAX];
-
-	if (!alex_active() || !path || alex_match(path, dbpath, sizeof dbpath) != ROLE_JOURNAL ||
-	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0)
-		return NULL;
-	struct pdb *db = alex_pdb_find(abs);
-	if (!db)
-		return NULL;
-	pthread_mutex_lock(&db->mu);
-	if (db->jmem >= 0)
-		return db;
-	pthread_mutex_unlock(&db->mu);
-	alex_pdb_put(db);
-	return NULL;
-}
-
-static void done(struct pdb *db)
-{
-	pthread_mutex_unlock(&db->mu);
-	alex_pdb_put(db);
-}
+#include "serve.h"
 
 /* SQLite deleting its journal (DELETE mode): the transaction is
  * committed, in SQLite's protocol and so in the log. */
 static int drop_journal(struct pdb *db)
 {
-	REAL(close)(db->jmem);
-	db->jmem = -1;
-	pthread_mutex_unlock(&db->mu);
-	int r = alex_pdb_journal_done(db);
-	int saved = errno;
+	int r = alex_journal_unlink(db), saved = errno;
+
 	alex_pdb_put(db);
 	errno = saved;
 	return r;
@@ -79,6 +53,11 @@ static void recorded_unlink(const char *path)
 		ALEX_REC_PATH(ALEX_TR_UNLINK, path, NULL);
 }
 
+static int commit_part(struct pdb *db, void *super)
+{
+	return alex_serve_super_commit(db, super);
+}
+
 /* A super-journal's removal commits a transaction across databases:
  * every part of it must be in its log first (multidb.c). */
 static int before_super_unlink(const char *path)
@@ -86,7 +65,7 @@ static int before_super_unlink(const char *path)
 	int err;
 
 	if (!alex_active() || !path || !alex_multidb_is_super(path) ||
-	    !(err = alex_multidb_super_unlink(path)))
+	    !(err = alex_pdb_each(commit_part, (void *)path)))
 		return 0;
 	errno = err;
 	return -1;
@@ -94,7 +73,7 @@ static int before_super_unlink(const char *path)
 
 ALEX_EXPORT int unlink(const char *path)
 {
-	struct pdb *db = mem_journal(AT_FDCWD, path);
+	struct pdb *db = alex_journal_find(AT_FDCWD, path);
 	if (db)
 		return drop_journal(db);
 	if (before_super_unlink(path))
@@ -109,7 +88,7 @@ ALEX_EXPORT int unlink(const char *path)
 
 ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-	struct pdb *db = mem_journal(dirfd, path);
+	struct pdb *db = alex_journal_find(dirfd, path);
 	if (db)
 		return drop_journal(db);
 	if (before_super_unlink(path))
@@ -161,9 +140,9 @@ ALEX_EXPORT int renameat2(int od, const char *from, int nd, const char *to, unsi
 
 ALEX_EXPORT int access(const char *path, int mode)
 {
-	struct pdb *db = mem_journal(AT_FDCWD, path);
+	struct pdb *db = alex_journal_find(AT_FDCWD, path);
 	if (db) {
-		done(db);
+		alex_pdb_put(db);
 		return 0;
 	}
 	return REAL(access)(path, mode);
@@ -171,9 +150,9 @@ ALEX_EXPORT int access(const char *path, int mode)
 
 ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	struct pdb *db = mem_journal(dirfd, path);
+	struct pdb *db = alex_journal_find(dirfd, path);
 	if (db) {
-		done(db);
+		alex_pdb_put(db);
 		return 0;
 	}
 	return REAL(faccessat)(dirfd, path, mode, flags);
@@ -181,11 +160,10 @@ ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 
 static int do_truncate(const char *path, int64_t size, int (*real)(const char *, off64_t))
 {
-	struct pdb *db = mem_journal(AT_FDCWD, path);
+	struct pdb *db = alex_journal_find(AT_FDCWD, path);
 	if (db) {
-		int r = REAL(ftruncate)(db->jmem, size);
-		int saved = errno;
-		done(db);
+		int r = alex_journal_truncate(db, size), saved = errno;
+		alex_pdb_put(db);
 		errno = saved;
 		return r;
 	}
@@ -193,7 +171,7 @@ static int do_truncate(const char *path, int64_t size, int (*real)(const char *,
 		char abs[PATH_MAX];
 		if (alex_abs_path(AT_FDCWD, path, abs, sizeof abs) == 0 && (db = alex_pdb_find(abs))) {
 			/* in WAL mode the file is SQLite's own */
-			int r = alex_pdb_direct(db) ? real(path, size) : alex_truncate_db(db, size);
+			int r = alex_pdb_direct(db) ? real(path, size) : alex_serve_truncate(db, size);
 			int saved = errno;
 			alex_pdb_put(db);
 			errno = saved;

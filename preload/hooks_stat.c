@@ -10,19 +10,19 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "fdtable.h"
 #include "hooks.h"
+#include "journal.h"
+#include "match.h"
+#include "pdb.h"
 #include "real.h"
-#include "state.h"
+#include "serve.h"
 
 static void set_size(struct stat64 *st, struct pdb *db)
 {
-	uint64_t size;
-
 	if (alex_pdb_direct(db))
 		return; /* WAL mode: the file is SQLite's own, its size too */
-	pthread_mutex_lock(&db->mu);
-	alex_size(db->eng, ALEX_FILE_DB, &size);
-	pthread_mutex_unlock(&db->mu);
+	uint64_t size = alex_serve_size(db);
 	st->st_size = (off64_t)size;
 	st->st_blocks = (blkcnt64_t)((size + 511) / 512);
 }
@@ -57,10 +57,8 @@ static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
 		if (alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0) {
 			struct pdb *db = alex_pdb_find(abs);
 			if (db) {
-				pthread_mutex_lock(&db->mu);
-				if (db->jmem >= 0 && REAL(fstat64)(db->jmem, st) == 0)
-					rc = 0, saved = errno;
-				pthread_mutex_unlock(&db->mu);
+				if (alex_journal_stat(db, st) == 0)
+					rc = 0;
 				alex_pdb_put(db);
 			}
 		}

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "state.h"
+#include "match.h"
 
 static int db_name(const char *path, size_t len)
 {

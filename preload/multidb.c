@@ -44,9 +44,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "errmap.h"
+#include "multidb.h"
 #include "real.h"
 #include "record.h"
-#include "state.h"
 
 /* SQLite's journal magic (pager.c, aJournalMagic) */
 static const unsigned char journal_magic[8] = { 0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7 };
@@ -97,27 +98,34 @@ static void read_super(int fd, uint64_t end, char *out, size_t cap)
 		out[0] = 0;
 }
 
-void alex_multidb_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off)
+int alex_multidb_super_of(int fd, const void *buf, size_t n, int64_t off, char *name, size_t cap)
 {
-	char name[PATH_MAX];
-
 	/* the last write of writeSuperJournal: the magic after name, length
 	 * and checksum (the journal's own header, at 0, starts with it too) */
 	if (n != 8 || off <= 16 || memcmp(buf, journal_magic, 8) != 0)
-		return;
-	read_super(fd, (uint64_t)off + 8, name, sizeof name);
-	if (!name[0])
-		return;
-	pthread_mutex_lock(&db->mu);
+		return 0;
+	read_super(fd, (uint64_t)off + 8, name, cap);
+	return name[0] != 0;
+}
+
+void alex_multidb_begin(struct pdb *db, const char *super)
+{
 	free(db->super);
-	db->super = strdup(name);
+	db->super = strdup(super);
 	db->super_done = 0;
-	pthread_mutex_unlock(&db->mu);
 }
 
 static void journal_path(const struct pdb *db, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s-journal", db->path);
+}
+
+void alex_multidb_opened(struct pdb *db)
+{
+	char jpath[PATH_MAX + 16];
+
+	journal_path(db, jpath, sizeof jpath);
+	db->ref_check = REAL(access)(jpath, F_OK) == 0;
 }
 
 /* The database's directory entry and data, durable (sync, directory). */
@@ -190,7 +198,7 @@ int alex_multidb_commit(struct pdb *db)
 	int err = write_ref(db);
 
 	if (err) {
-		alex_log(ALEX_LOG_ERROR, "%s-journal: cannot write the reference to the super-journal "
+		alex_msg(ALEX_MSG_ERROR, "%s-journal: cannot write the reference to the super-journal "
 			 "%s: %s", db->path, db->super, strerror(err));
 		return err;
 	}
@@ -206,28 +214,6 @@ int alex_multidb_is_super(const char *path)
 	size_t n = m ? strspn(m + 3, "0123456789ABCDEF") : 0;
 
 	return m && n >= 8 && m[3 + n] == 0;
-}
-
-static int commit_part(struct pdb *db, void *super)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&db->mu);
-	if (db->super && !db->super_done && strcmp(db->super, super) == 0)
-		err = alex_multidb_commit(db);
-	pthread_mutex_unlock(&db->mu);
-	return err;
-}
-
-/*
- * With synchronous=OFF SQLite syncs no database, so no sync showed where a
- * database's part ends: it ends here, at the latest, before the commit
- * point -- or a kill right after it would keep the transaction in the
- * databases whose journals were finalized first and lose it in the rest.
- */
-int alex_multidb_super_unlink(const char *path)
-{
-	return alex_pdb_each(commit_part, (void *)path);
 }
 
 /* Is the file at path an ALEX reference journal? */

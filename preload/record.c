@@ -5,7 +5,7 @@
 #ifdef ALEX_TESTING
 #include "hooks.h"
 #include "record.h"
-#include "state.h"
+#include "multidb.h"
 
 #define WATCH_FDS 65536
 static unsigned char watched[WATCH_FDS / 8];

@@ -1,5 +1,7 @@
 /*
- * state.h - what libalex.so knows about the files it tracks.
+ * state.h - what libalex.so knows about the files it tracks.  The modules
+ * that act on it declare their functions in headers of their own
+ * (fdtable.h, pdb.h, serve.h, journal.h, multidb.h, dirsync.h).
  *
  * A database file (one device and inode) has one struct pdb per process:
  * its engine, the lock that serialises calls into it, and its rollback
@@ -57,74 +59,5 @@ struct ofd {
 	int append;
 	int refs;            /* descriptors pointing here (atomic) */
 };
-
-/* fdtable.c */
-int alex_fd_init(void);
-struct ofd *alex_fd_get(int fd);
-/* Points fd at o (taking a reference); EMFILE if fd is beyond the table. */
-int alex_fd_set(int fd, struct ofd *o);
-/* Forgets fd; returns its ofd (whose reference the caller now owns). */
-struct ofd *alex_fd_take(int fd);
-void alex_ofd_put(struct ofd *o);
-struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role);
-
-/* pdb.c */
-/* The pdb for the database open on fd (SQLite's descriptor), made and its
- * engine opened on first use.  0 or an errno; *out holds a reference. */
-int alex_pdb_get(int fd, const char *path, struct pdb **out);
-/* The pdb of an open database at path, or NULL (with a reference). */
-struct pdb *alex_pdb_find(const char *path);
-/* The same, by the file's identity. */
-struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
-void alex_pdb_put(struct pdb *db);
-/* Any pdb waiting to drop SQLite's directory sync? (cheap, no lock) */
-extern int alex_pdb_dirsync_pending;
-/* Is fd a directory holding a database whose journal is in memory? */
-int alex_pdb_take_dirsync(int fd);
-void alex_pdb_atfork(void);
-
-/* match.c */
-/* Classifies a path by name.  For a journal or WAL, db receives the
- * database's path (dbcap bytes). */
-enum alex_role alex_match(const char *path, char *db, size_t dbcap);
-
-/* A vfork()ed child shares our memory until it execs: it must not change
- * the tables (hooks_open.c). */
-int alex_vfork_child(void);
-void alex_owner_reset(void);
-
-/* SQLite opens db's -wal: empties the log first (or refuses, 0 or an
- * errno), then counts the description (pdb.c). */
-int alex_pdb_wal_open(struct pdb *db);
-/* The last descriptor of a -wal description is gone. */
-void alex_pdb_wal_closed(struct pdb *db);
-/* Commits db's open transaction at a boundary SQLite showed (pdb.c). */
-int alex_pdb_commit(struct pdb *db);
-/* The same when SQLite finalized db's journal: its transaction is over. */
-int alex_pdb_journal_done(struct pdb *db);
-
-/* Calls fn for each database this process has open (up to 64), holding a
- * reference, not the registry; stops at the first nonzero result. */
-int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg);
-
-/* multidb.c: transactions across attached databases */
-/* Is path named as SQLite names a super-journal ("<db>-mj" and hex)? */
-int alex_multidb_is_super(const char *path);
-/* SQLite is about to remove the super-journal at path (absolute): the
- * commit point.  0 or an errno for the unlink to fail with. */
-int alex_multidb_super_unlink(const char *path);
-/* A write to db's in-memory journal (fd), after it succeeded. */
-void alex_multidb_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off);
-/* The commit of db's part: reference journal, then conditional record.
- * Holds db->mu.  0 or an errno. */
-int alex_multidb_commit(struct pdb *db);
-/* SQLite finalized db's journal: the transaction is over.  Holds db->mu. */
-void alex_multidb_end(struct pdb *db);
-/* After recovery decided: removes a reference journal left by a crash, and
- * the super-journal once nothing names it.  Holds db->mu. */
-void alex_multidb_cleanup(struct pdb *db);
-
-/* Engine result -> errno for the caller. */
-int alex_errno_of(int rc);
 
 #endif

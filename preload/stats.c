@@ -5,6 +5,7 @@
  * only.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +15,8 @@
 #include "stats.h"
 
 struct alex_pstats alex_pstats;
-static struct alex_stats engines; /* closed engines, summed; under reg lock */
+static struct alex_stats engines; /* closed engines, summed; under lock */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 {
@@ -36,7 +38,9 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 
 void alex_stats_add_engine(const struct alex_stats *s)
 {
+	pthread_mutex_lock(&lock);
 	alex_stats_sum(&engines, s);
+	pthread_mutex_unlock(&lock);
 }
 
 static void expand(const char *pattern, char *out, size_t cap)
@@ -55,16 +59,15 @@ static void expand(const char *pattern, char *out, size_t cap)
 
 #define C(x) (unsigned long long)(x)
 
-void alex_stats_write(void)
+void alex_stats_write(const struct alex_stats *live)
 {
 	char path[4200], buf[4096];
-	struct alex_stats e;
+	struct alex_stats e = *live; /* open engines plus those already closed */
 	const struct alex_pstats *p = &alex_pstats;
 
-	if (!alex_cfg.stats_path[0])
-		return;
-	alex_pdb_sum_live(&e); /* open engines plus those already closed */
+	pthread_mutex_lock(&lock);
 	alex_stats_sum(&e, &engines);
+	pthread_mutex_unlock(&lock);
 	int n = snprintf(buf, sizeof buf,
 		"{\n  \"pid\": %d,\n  \"sync_mode\": \"%s\",\n"
 		"  \"intercepted\": {\"engines\": %llu, \"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
@@ -102,10 +105,10 @@ void alex_stats_write(void)
 	expand(alex_cfg.stats_path, path, sizeof path);
 	int fd = REAL(open)(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		alex_log(ALEX_LOG_ERROR, "ALEX_STATS=%s: cannot write %s", alex_cfg.stats_path, path);
+		alex_msg(ALEX_MSG_ERROR, "ALEX_STATS=%s: cannot write %s", alex_cfg.stats_path, path);
 		return;
 	}
 	if (REAL(write)(fd, buf, (size_t)n) != n)
-		alex_log(ALEX_LOG_ERROR, "ALEX_STATS: short write to %s", path);
+		alex_msg(ALEX_MSG_ERROR, "ALEX_STATS: short write to %s", path);
 	REAL(close)(fd);
 }

@@ -22,11 +22,9 @@ extern struct alex_pstats alex_pstats;
 
 /* to += s, for the counters the JSON reports. */
 void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s);
-/* Adds a closing engine's counters to the process totals (registry lock). */
+/* Adds a closing engine's counters to the process totals. */
 void alex_stats_add_engine(const struct alex_stats *s);
-/* Sums the counters of engines still open (pdb.c). */
-void alex_pdb_sum_live(struct alex_stats *out);
-/* Writes ALEX_STATS, if set (at exit). */
-void alex_stats_write(void);
+/* Writes ALEX_STATS (at exit, if set); live: the engines still open. */
+void alex_stats_write(const struct alex_stats *live);
 
 #endif

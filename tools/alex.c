@@ -22,9 +22,7 @@
 #include <unistd.h>
 
 #include "alex.h"
-
-#define PENDING_BYTE 0x40000000L /* SQLite's lock bytes, os_unix.c */
-#define SHARED_SIZE 510L
+#include "sqlite_locks.h"
 
 static int usage(FILE *f)
 {
@@ -37,8 +35,8 @@ static int usage(FILE *f)
 /* SQLite's EXCLUSIVE lock: pending, reserved and the shared range. */
 static int lock_db(const char *path, int *fd)
 {
-	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = PENDING_BYTE,
-			   .l_len = 2 + SHARED_SIZE };
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SQLITE_PENDING_BYTE,
+			   .l_len = SQLITE_LOCK_BYTES };
 
 	*fd = open(path, O_RDWR | O_CLOEXEC);
 	if (*fd < 0) {
@@ -149,11 +147,59 @@ static int recover(const char *path, struct alex_config *cfg)
 	return 0;
 }
 
+/* stat, verify or checkpoint path, whose lock the caller holds: the exit
+ * status. */
+static int run(const char *cmd, const char *path, const struct alex_config *cfg, int keep)
+{
+	int ckpt = strcmp(cmd, "checkpoint") == 0;
+	struct alex_stats st;
+	alex_db *db;
+	int rc;
+
+	if ((rc = alex_open(path, cfg, NULL, &db))) {
+		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
+		return 1;
+	}
+	alex_stats(db, &st);
+	/* zeros followed by this epoch's records are lost commits too */
+	int damaged = st.stop_reason > ALEX_STOP_STALE || st.lost_offset;
+	if (!ckpt) {
+		report(path, &st);
+		if ((rc = alex_records(db, show_cond, NULL)))
+			fprintf(stderr, "alex: %s-alex: cannot list its records: %s\n", path,
+				alex_strerror(rc));
+	}
+	if (ckpt && (rc = alex_checkpoint(db))) {
+		fprintf(stderr, "alex: %s: checkpoint failed: %s (the log is unchanged)\n", path,
+			alex_strerror(rc));
+		alex_close(db);
+		return 1;
+	}
+	if (ckpt && damaged)
+		fprintf(stderr, "alex: %s-alex: log damaged at byte %llu (%s); the commits before "
+				"it were checkpointed; the log is kept for inspection\n", path,
+			(unsigned long long)st.stop_offset, alex_damage_name(st.stop_reason));
+	/* at rest nothing stays beside the database, as after the last close
+	 * of a program under ALEX -- but a damaged log is evidence */
+	if (ckpt && !damaged && !keep && (rc = alex_remove_log(db)))
+		fprintf(stderr, "alex: %s-alex: not removed: %s\n", path, alex_strerror(rc));
+	alex_close(db);
+	if (strcmp(cmd, "verify") == 0 && damaged) {
+		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s", path,
+			(unsigned long long)st.stop_offset,
+			alex_damage_name(st.stop_reason));
+		if (st.lost_offset)
+			fprintf(stderr, "; committed records after it (from byte %llu) cannot be used",
+				(unsigned long long)st.lost_offset);
+		fprintf(stderr, "\n");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct alex_config cfg;
-	struct alex_stats st;
-	alex_db *db;
 	int lockfd, rc;
 
 	if (argc == 2 && strcmp(argv[1], "--help") == 0)
@@ -191,44 +237,7 @@ int main(int argc, char **argv)
 		close(lockfd);
 		return rc;
 	}
-	if ((rc = alex_open(path, &cfg, NULL, &db))) {
-		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
-		return 1;
-	}
-	alex_stats(db, &st);
-	/* zeros followed by this epoch's records are lost commits too */
-	int damaged = st.stop_reason > ALEX_STOP_STALE || st.lost_offset;
-	if (!ckpt) {
-		report(path, &st);
-		if ((rc = alex_records(db, show_cond, NULL)))
-			fprintf(stderr, "alex: %s-alex: cannot list its records: %s\n", path,
-				alex_strerror(rc));
-	}
-	if (ckpt && (rc = alex_checkpoint(db))) {
-		fprintf(stderr, "alex: %s: checkpoint failed: %s (the log is unchanged)\n", path,
-			alex_strerror(rc));
-		alex_close(db);
-		return 1;
-	}
-	if (ckpt && damaged)
-		fprintf(stderr, "alex: %s-alex: log damaged at byte %llu (%s); the commits before "
-				"it were checkpointed; the log is kept for inspection\n", path,
-			(unsigned long long)st.stop_offset, alex_damage_name(st.stop_reason));
-	/* at rest nothing stays beside the database, as after the last close
-	 * of a program under ALEX -- but a damaged log is evidence */
-	if (ckpt && !damaged && !keep && (rc = alex_remove_log(db)))
-		fprintf(stderr, "alex: %s-alex: not removed: %s\n", path, alex_strerror(rc));
-	alex_close(db);
+	rc = run(cmd, path, &cfg, keep);
 	close(lockfd);
-	if (strcmp(cmd, "verify") == 0 && damaged) {
-		fprintf(stderr, "alex: %s-alex: damaged at byte %llu: %s", path,
-			(unsigned long long)st.stop_offset,
-			alex_damage_name(st.stop_reason));
-		if (st.lost_offset)
-			fprintf(stderr, "; committed records after it (from byte %llu) cannot be used",
-				(unsigned long long)st.lost_offset);
-		fprintf(stderr, "\n");
-		return 1;
-	}
-	return 0;
+	return rc;
 }

@@ -87,12 +87,12 @@ Test(cond, record_keeps_its_super_journal_path)
 	cr_assert(alex_loghdr_decode(log, &h) == 0 || alex_loghdr_decode(log + ALEX_BLOCK, &h) == 0);
 	/* the first record is the epoch's: block 0 and the condition */
 	cr_assert_eq(alex_rec_decode(log + ALEX_LOG_DATA, len - ALEX_LOG_DATA, h.epoch, h.start_lsn,
-				     h.salt, &r), ALEX_REC_VALID);
+				     h.salt, &r), ALEX_STOP_NONE);
 	cr_assert_eq(r.flags, ALEX_REC_COMMIT | ALEX_REC_COND);
 	cr_assert_eq(r.cond_len, strlen(SUPER));
 	cr_assert_eq(r.hdr_len, ALEX_REC_FIXED + ALEX_REC_ENTRY * r.nblocks + r.cond_len);
 	cr_assert_eq(memcmp(log + ALEX_LOG_DATA + r.hdr_len - r.cond_len, SUPER, r.cond_len), 0);
-	cr_assert_eq(alex_rec_check_body(log + ALEX_LOG_DATA, &r), ALEX_REC_VALID);
+	cr_assert_eq(alex_rec_check_body(log + ALEX_LOG_DATA, &r), ALEX_STOP_NONE);
 	/* a flipped byte of the path is caught by the table crc */
 	uint8_t *copy = malloc(r.rec_len);
 	memcpy(copy, log + ALEX_LOG_DATA, r.rec_len);

@@ -83,7 +83,7 @@ Test(format, record_round_trip)
 	uint32_t len = build(rec, &r);
 
 	cr_assert_eq(len, 2 * BLK);
-	cr_assert_eq(alex_rec_decode(rec, len, 3, 17, 0x1234, &d), ALEX_REC_VALID);
+	cr_assert_eq(alex_rec_decode(rec, len, 3, 17, 0x1234, &d), ALEX_STOP_NONE);
 	cr_expect_eq(d.nblocks, 2);
 	cr_expect_eq(d.txn, 8);
 	cr_expect_eq(d.flags, ALEX_REC_COMMIT);
@@ -91,7 +91,7 @@ Test(format, record_round_trip)
 	cr_expect_eq(d.trunc[1], 50);
 	cr_expect_eq(d.trunc[0], ALEX_NO_TRUNC);
 	cr_expect_eq(d.hdr_crc, r.hdr_crc);
-	cr_expect_eq(alex_rec_check_body(rec, &d), ALEX_REC_VALID);
+	cr_expect_eq(alex_rec_check_body(rec, &d), ALEX_STOP_NONE);
 	struct alex_entry e;
 	alex_entry_decode(rec + ALEX_REC_FIXED + ALEX_REC_ENTRY, &e);
 	cr_expect_eq(e.block, 9);
@@ -126,10 +126,10 @@ Test(format, every_bit_flip_is_detected)
 		for (int bit = 0; bit < 8; bit++) {
 			rec[i] ^= (uint8_t)(1 << bit);
 			int why = alex_rec_decode(rec, len, 3, 17, 0x1234, &d);
-			if (why == ALEX_REC_VALID)
+			if (why == ALEX_STOP_NONE)
 				why = alex_rec_check_body(rec, &d);
 			cr_assert(why > ALEX_STOP_STALE, "flip at byte %u bit %d read as %s", i, bit,
-				  why == ALEX_REC_VALID ? "valid" : alex_stop_name((enum alex_stop)why));
+				  why == ALEX_STOP_NONE ? "valid" : alex_stop_name((enum alex_stop)why));
 			rec[i] ^= (uint8_t)(1 << bit);
 		}
 }

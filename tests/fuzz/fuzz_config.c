@@ -106,7 +106,7 @@ static uint64_t default_setting(int i)
 
 	alex_config_default(&d);
 	switch (i) {
-	case V_LOG: return ALEX_LOG_WARN;
+	case V_LOG: return ALEX_MSG_WARN;
 	case V_MODE: return ALEX_MODE_ON;
 	case V_SYNC: return d.sync;
 	case V_COMPRESS: return d.compress;

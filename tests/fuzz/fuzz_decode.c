@@ -25,7 +25,8 @@
 #include "bytes.h"
 #include "crc32c.h"
 #include "format.h"
-#include "internal.h"
+#include "codec.h"
+#include "db.h"
 
 #define EPOCH 1u
 #define LSN 1u
@@ -112,8 +113,8 @@ static void fuzz_record(uint8_t ctl, const uint8_t *data, size_t size)
 		prev = alex_get32(buf + 48);
 	}
 	int v = alex_rec_decode(buf, room, epoch, lsn, prev, &r);
-	check(v == ALEX_REC_VALID || (v >= ALEX_STOP_END && v <= ALEX_STOP_TRUNCATED));
-	if (v != ALEX_REC_VALID)
+	check(v == ALEX_STOP_NONE || (v >= ALEX_STOP_END && v <= ALEX_STOP_TRUNCATED));
+	if (v != ALEX_STOP_NONE)
 		goto out;
 	check(r.epoch == epoch && r.lsn == lsn && r.prev_crc == prev);
 	check(r.nblocks <= ALEX_REC_MAX_BLOCKS);
@@ -137,10 +138,10 @@ static void fuzz_record(uint8_t ctl, const uint8_t *data, size_t size)
 	uint8_t *rec = malloc(r.rec_len);
 	check(rec);
 	memcpy(rec, buf, r.rec_len);
-	check(alex_rec_decode(rec, r.rec_len, epoch, lsn, prev, &r) == ALEX_REC_VALID);
+	check(alex_rec_decode(rec, r.rec_len, epoch, lsn, prev, &r) == ALEX_STOP_NONE);
 	v = alex_rec_check_body(rec, &r);
-	check(v == ALEX_REC_VALID || (v >= ALEX_STOP_BAD_TABLE && v <= ALEX_STOP_BAD_PADDING));
-	if (v == ALEX_REC_VALID)
+	check(v == ALEX_STOP_NONE || (v >= ALEX_STOP_BAD_TABLE && v <= ALEX_STOP_BAD_PADDING));
+	if (v == ALEX_STOP_NONE)
 		check_blocks(rec, &r);
 	free(rec);
 out:

@@ -120,8 +120,8 @@ static int seed_decode(const char *dir, int which)
 	uint64_t off = ALEX_LOG_DATA, lsn = h.start_lsn;
 	uint32_t prev = h.salt;
 	for (int k = 0; !err && k < 8; k++) {
-		if (alex_rec_decode(log + off, len - off, h.epoch, lsn, prev, &r) != ALEX_REC_VALID ||
-		    alex_rec_check_body(log + off, &r) != ALEX_REC_VALID)
+		if (alex_rec_decode(log + off, len - off, h.epoch, lsn, prev, &r) != ALEX_STOP_NONE ||
+		    alex_rec_check_body(log + off, &r) != ALEX_STOP_NONE)
 			break;
 		ctl = (uint8_t)(k % 2);
 		if (r.rec_len <= 65536)

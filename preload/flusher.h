@@ -1,0 +1,9 @@
+/* flusher.h - the background sync of ALEX_SYNC=normal (flusher.c). */
+#ifndef ALEX_PRELOAD_FLUSHER_H
+#define ALEX_PRELOAD_FLUSHER_H
+
+/* Starts the thread once per process (again in a fork()ed child), if the
+ * sync mode asks for it.  Called at every open of a database. */
+void alex_flusher_start(void);
+
+#endif

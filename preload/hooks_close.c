@@ -1,0 +1,116 @@
+/*
+ * hooks_close.c - close and its relatives (fclose of an fdopen()ed stream,
+ * closefrom, close_range) and the dup family: the fd table follows the
+ * kernel's.  The last descriptor of a database drops its engine, which
+ * commits and checkpoints (serve.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fdtable.h"
+#include "hooks.h"
+#include "real.h"
+#include "record.h"
+
+int alex_close_hook(int fd)
+{
+	if (alex_fd_get(fd) && alex_vfork_child())
+		return REAL(close)(fd); /* the table is our parent's */
+	struct ofd *o = alex_fd_take(fd);
+	ALEX_REC_UNWATCH(fd);
+	int rc = REAL(close)(fd), saved = errno;
+
+	if (o)
+		alex_ofd_put(o); /* the last one closes the engine, checkpointing */
+	errno = saved;
+	return rc;
+}
+
+ALEX_EXPORT int close(int fd)
+{
+	return alex_close_hook(fd);
+}
+
+/* After newfd became a copy of oldfd in the kernel. */
+void alex_dup_track(int oldfd, int newfd)
+{
+	if (alex_vfork_child())
+		return;
+	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
+
+	if (gone)
+		alex_ofd_put(gone);
+	if (o && alex_fd_set(newfd, o) != 0)
+		alex_msg(ALEX_MSG_ERROR, "descriptor %d beyond the table: untracked", newfd);
+}
+
+ALEX_EXPORT int dup(int fd)
+{
+	int n = REAL(dup)(fd);
+	if (n >= 0) {
+		int saved = errno;
+		alex_dup_track(fd, n);
+		errno = saved;
+	}
+	return n;
+}
+
+ALEX_EXPORT int dup2(int fd, int nfd)
+{
+	int r = REAL(dup2)(fd, nfd);
+	if (r >= 0 && fd != nfd) {
+		int saved = errno;
+		alex_dup_track(fd, r);
+		errno = saved;
+	}
+	return r;
+}
+
+ALEX_EXPORT int dup3(int fd, int nfd, int flags)
+{
+	int r = REAL(dup3)(fd, nfd, flags);
+	if (r >= 0) {
+		int saved = errno;
+		alex_dup_track(fd, r);
+		errno = saved;
+	}
+	return r;
+}
+
+/* Descriptors closed where we cannot see the close: forget them. */
+static void forget_range(unsigned first, unsigned last)
+{
+	int saved = errno;
+	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++)
+		if (alex_fd_get((int)fd))
+			alex_ofd_put(alex_fd_take((int)fd));
+	errno = saved;
+}
+
+ALEX_EXPORT int fclose(FILE *fp)
+{
+	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
+	int r = REAL(fclose)(fp);
+	if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
+		forget_range((unsigned)fd, (unsigned)fd);
+	return r;
+}
+
+ALEX_EXPORT void closefrom(int lowfd)
+{
+	REAL(closefrom)(lowfd);
+	if (lowfd >= 0 && !alex_vfork_child())
+		forget_range((unsigned)lowfd, ~0u);
+}
+
+ALEX_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	int r = (int)syscall(SYS_close_range, first, last, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !alex_vfork_child()) {
+		forget_range(first, last);
+	}
+	return r;
+}

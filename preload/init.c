@@ -1,0 +1,71 @@
+/*
+ * init.c - the library's constructor and destructor, and the two facts
+ * every hook asks first: is tracking on, and is this a vfork()ed child that
+ * shares its parent's tables until it execs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dirsync.h"
+#include "fdtable.h"
+#include "hooks.h"
+#include "pdb.h"
+#include "real.h"
+#include "serve.h"
+#include "stats.h"
+
+static int ready;
+static pid_t owner; /* the process whose tables these are */
+
+void alex_owner_reset(void)
+{
+	owner = getpid();
+}
+
+int alex_vfork_child(void)
+{
+	return getpid() != owner;
+}
+
+__attribute__((constructor)) static void alex_init(void)
+{
+	int saved = errno;
+
+	alex_real_init();
+	alex_owner_reset();
+	alex_config_load();
+	if (alex_fd_init())
+		alex_cfg.mode = ALEX_MODE_OFF;
+	/* a fork()ed child owns its copies (child handlers run in this order) */
+	pthread_atfork(NULL, NULL, alex_owner_reset);
+	pthread_atfork(NULL, NULL, alex_dirsync_forked);
+	alex_pdb_atfork();
+	ready = 1;
+	errno = saved;
+}
+
+static void sum_live(struct pdb *db, void *arg)
+{
+	alex_serve_stats(db, arg);
+}
+
+__attribute__((destructor)) static void alex_fini(void)
+{
+	int saved = errno;
+
+	if (ready && alex_cfg.stats_path[0]) {
+		struct alex_stats live;
+		memset(&live, 0, sizeof live);
+		alex_pdb_scan(sum_live, &live);
+		alex_stats_write(&live);
+	}
+	errno = saved;
+}
+
+int alex_active(void)
+{
+	return ready && alex_cfg.mode == ALEX_MODE_ON;
+}

@@ -1,0 +1,30 @@
+/* multidb.h - transactions across attached databases (multidb.c). */
+#ifndef ALEX_PRELOAD_MULTIDB_H
+#define ALEX_PRELOAD_MULTIDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state.h"
+
+/* Is path named as SQLite names a super-journal ("<db>-mj" and hex)? */
+int alex_multidb_is_super(const char *path);
+/* A write to an in-memory journal (fd) that succeeded: is it the one that
+ * names a super-journal?  Then its name is in name (cap bytes). */
+int alex_multidb_super_of(int fd, const void *buf, size_t n, int64_t off, char *name, size_t cap);
+
+/* The functions below act on db with db->mu held (serve.c). */
+/* db's journal names super: its transaction spans databases. */
+void alex_multidb_begin(struct pdb *db, const char *super);
+/* db's engine is open: is there a reference journal a crash left? */
+void alex_multidb_opened(struct pdb *db);
+/* The commit of db's part: reference journal, then conditional record.
+ * 0 or an errno. */
+int alex_multidb_commit(struct pdb *db);
+/* SQLite finalized db's journal: the transaction is over. */
+void alex_multidb_end(struct pdb *db);
+/* After recovery decided: removes a reference journal left by a crash, and
+ * the super-journal once nothing names it. */
+void alex_multidb_cleanup(struct pdb *db);
+
+#endif

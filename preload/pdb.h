@@ -1,0 +1,30 @@
+/* pdb.h - the registry: one struct pdb per database file (pdb.c). */
+#ifndef ALEX_PRELOAD_PDB_H
+#define ALEX_PRELOAD_PDB_H
+
+#include <sys/types.h>
+
+#include "state.h"
+
+/* The pdb for the database open on fd (SQLite's descriptor), made and its
+ * engine opened on first use.  0 or an errno (ENOTSUP: not a regular
+ * file); *out holds a reference. */
+int alex_pdb_get(int fd, const char *path, struct pdb **out);
+/* The pdb of an open database at path, or NULL (with a reference). */
+struct pdb *alex_pdb_find(const char *path);
+/* The same, by the file's identity. */
+struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
+/* Drops a reference; the last one closes the engine (serve.c). */
+void alex_pdb_put(struct pdb *db);
+
+/* Calls fn for each database this process has open (up to 64), holding a
+ * reference, not the registry; stops at the first nonzero result. */
+int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg);
+/* Calls fn for each open database under the registry's lock: fn may take
+ * db->mu (the lock order is registry, then a database), nothing else. */
+void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg);
+
+/* Registers the fork handlers (the constructor calls it). */
+void alex_pdb_atfork(void);
+
+#endif

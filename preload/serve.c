@@ -1,0 +1,387 @@
+/*
+ * serve.c - the one way from the hooks into the engine: each call holds the
+ * database's lock (db->mu) for the engine calls it makes and turns their
+ * result into libc's answer.  What the engine needs to hear at open and
+ * close -- recovery's report, the final commit, the checkpoint only a last
+ * user may make -- is here too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "errmap.h"
+#include "multidb.h"
+#include "real.h"
+#include "serve.h"
+#include "sqlite_locks.h"
+#include "stats.h"
+
+/* The hooks' answer to an engine result: 0 with the caller's errno
+ * (saved) back, or -1 with errno set. */
+static int answer(int rc, int saved)
+{
+	errno = rc ? alex_errno_of(rc) : saved;
+	return rc ? -1 : 0;
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+/* A failed open, said so that the user knows what to do. */
+static void say_open_failed(const struct pdb *db, int rc)
+{
+	/* SQLite retries a failed open (read-only next): say it once */
+	static dev_t last_dev;
+	static ino_t last_ino;
+	static int last_rc;
+
+	if (rc == last_rc && db->dev == last_dev && db->ino == last_ino)
+		return;
+	last_rc = rc;
+	last_dev = db->dev;
+	last_ino = db->ino;
+	if (rc == ALEX_EPERMS) {
+		struct stat ls, ds;
+		char log[PATH_MAX + 8];
+		snprintf(log, sizeof log, "%s-alex", db->path);
+		unsigned lm = REAL(stat)(log, &ls) ? 0 : ls.st_mode & 0777;
+		unsigned dm = REAL(stat)(db->path, &ds) ? 0 : ds.st_mode & 0777;
+		alex_msg(ALEX_MSG_ERROR, "%s: mode %04o lets in users the database (%04o) keeps out, "
+			 "and ALEX may not narrow it; the database stays closed until: chmod %04o %s",
+			 log, lm, dm, dm, log);
+		return;
+	}
+	/* a problem of the log names the log, with what to do about it */
+	int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;
+	alex_msg(ALEX_MSG_ERROR, "%s%s: %s%s%s", db->path, logs ? "-alex" : "", alex_strerror(rc),
+		 logs ? "; the database stays closed until: alex recover " : "",
+		 logs ? db->path : "");
+}
+
+/* What recovery found, if anything. */
+static void say_recovered(const struct pdb *db)
+{
+	struct alex_stats s;
+	unsigned long long stop, kept;
+
+	alex_stats(db->eng, &s);
+	stop = s.stop_offset;
+	kept = s.recovered_commits;
+	if (s.lost_offset)
+		alex_msg(ALEX_MSG_ERROR, "%s-alex: damaged record at byte %llu (%s); committed "
+			 "records after it (from byte %llu) cannot be used; %llu commits kept",
+			 db->path, stop, alex_damage_name(s.stop_reason),
+			 (unsigned long long)s.lost_offset, kept);
+	else if (s.stop_reason > ALEX_STOP_STALE)
+		/* a torn last write after a crash looks the same: not an error */
+		alex_msg(ALEX_MSG_WARN, "%s-alex: damaged or torn record at byte %llu (%s), the "
+			 "last in the log: dropped; %llu commits kept", db->path, stop,
+			 alex_stop_name(s.stop_reason), kept);
+	else if (s.recovered_records)
+		alex_msg(ALEX_MSG_INFO, "%s-alex: recovered %llu commits; log ends at byte %llu "
+			 "(%s), %llu uncommitted or torn records dropped", db->path, kept, stop,
+			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
+}
+
+int alex_serve_open(struct pdb *db)
+{
+#ifdef ALEX_TESTING
+	const struct alex_io *io = alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL;
+#else
+	const struct alex_io *io = NULL;
+#endif
+	int rc = alex_open(db->path, &alex_cfg.engine, io, &db->eng);
+
+	if (rc) {
+		say_open_failed(db, rc);
+		return alex_errno_of(rc);
+	}
+	say_recovered(db);
+	alex_multidb_opened(db);
+	return 0;
+}
+
+/* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
+ * that holds it, or -1 if another process uses the database. */
+static int exclusive_hold(const char *path)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (REAL(fcntl)(fd, F_SETLK, &l) != 0) {
+		REAL(close)(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void alex_serve_close(struct pdb *db)
+{
+	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
+	 * still a finished transaction to it. */
+	int rc = alex_commit(db->eng);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: final commit: %s", db->path, alex_strerror(rc));
+	/* Checkpoint only if no other process uses the database: their engines
+	 * may be reading the log this would start to overwrite.  SQLite's own
+	 * EXCLUSIVE lock says so, and is held throughout, so that nobody
+	 * commits meanwhile; first catch up with what others committed since
+	 * this engine last looked, or the new epoch would orphan it.  This
+	 * process has no SQLite descriptor left on the file, so closing ours
+	 * drops nothing of SQLite's. */
+	int xfd = -1;
+	if (!rc && alex_cfg.engine.checkpoint_on_close && (xfd = exclusive_hold(db->path)) >= 0 &&
+	    ((rc = alex_refresh(db->eng, 1)) || (rc = alex_checkpoint(db->eng))))
+		alex_msg(ALEX_MSG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
+			 db->path, alex_strerror(rc));
+	if (xfd >= 0)
+		REAL(close)(xfd);
+	alex_set_checkpoint_on_close(db->eng, 0);
+	struct alex_stats es;
+	alex_stats(db->eng, &es);
+	alex_stats_add_engine(&es);
+	if ((rc = alex_close(db->eng)))
+		alex_msg(ALEX_MSG_WARN, "%s: close: %s", db->path, alex_strerror(rc));
+	db->eng = NULL;
+}
+
+/* ---- reads, writes, size ------------------------------------------------- */
+
+ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
+		      enum alex_serve_io how)
+{
+	int writing = how & ALEX_SERVE_WRITE, saved = errno;
+	ssize_t total = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&db->mu);
+	uint64_t at = *pos;
+	if (how == ALEX_SERVE_APPEND) /* Linux: even pwrite appends */
+		alex_size(db->eng, ALEX_FILE_DB, &at);
+	for (int i = 0; i < cnt && !rc; i++) {
+		size_t got = iov[i].iov_len;
+		if (writing)
+			rc = alex_write(db->eng, ALEX_FILE_DB, iov[i].iov_base, got, at);
+		else
+			rc = alex_read(db->eng, ALEX_FILE_DB, iov[i].iov_base, got, at, &got);
+		if (rc)
+			break;
+		at += got;
+		total += (ssize_t)got;
+		if (!writing && got < iov[i].iov_len)
+			break; /* end of file */
+	}
+	if (!rc)
+		*pos = at;
+	pthread_mutex_unlock(&db->mu);
+	if (writing) {
+		ALEX_COUNT(writes, 1);
+		ALEX_COUNT(write_bytes, (uint64_t)total);
+	} else {
+		ALEX_COUNT(reads, 1);
+		ALEX_COUNT(read_bytes, (uint64_t)total);
+	}
+	return answer(rc, saved) ? -1 : total;
+}
+
+uint64_t alex_serve_size(struct pdb *db)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&db->mu);
+	alex_size(db->eng, ALEX_FILE_DB, &size);
+	pthread_mutex_unlock(&db->mu);
+	return size;
+}
+
+int alex_serve_truncate(struct pdb *db, int64_t size)
+{
+	if (size < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	int saved = errno;
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_truncate(db->eng, ALEX_FILE_DB, (uint64_t)size);
+	pthread_mutex_unlock(&db->mu);
+	return answer(rc, saved);
+}
+
+int alex_serve_extend(struct pdb *db, uint64_t end)
+{
+	uint64_t size;
+	int rc = 0;
+
+	pthread_mutex_lock(&db->mu);
+	alex_size(db->eng, ALEX_FILE_DB, &size);
+	if (end > size)
+		rc = alex_truncate(db->eng, ALEX_FILE_DB, end);
+	pthread_mutex_unlock(&db->mu);
+	return rc ? alex_errno_of(rc) : 0;
+}
+
+/* ---- transaction boundaries ---------------------------------------------- */
+
+int alex_serve_commit(struct pdb *db)
+{
+	int err = 0, saved = errno;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->super && !db->super_done)
+		err = alex_multidb_commit(db); /* one database of several */
+	else if ((err = alex_commit(db->eng)))
+		err = alex_errno_of(err);
+	pthread_mutex_unlock(&db->mu);
+	errno = err ? err : saved;
+	return err ? -1 : 0;
+}
+
+int alex_serve_journal_done(struct pdb *db)
+{
+	int r = alex_serve_commit(db), saved = errno;
+
+	pthread_mutex_lock(&db->mu);
+	alex_multidb_end(db);
+	pthread_mutex_unlock(&db->mu);
+	errno = saved;
+	return r;
+}
+
+void alex_serve_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off)
+{
+	char name[PATH_MAX];
+
+	if (!alex_multidb_super_of(fd, buf, n, off, name, sizeof name))
+		return;
+	pthread_mutex_lock(&db->mu);
+	alex_multidb_begin(db, name);
+	pthread_mutex_unlock(&db->mu);
+}
+
+/*
+ * With synchronous=OFF SQLite syncs no database, so no sync showed where a
+ * database's part ends: it ends here, at the latest, before the commit
+ * point -- or a kill right after it would keep the transaction in the
+ * databases whose journals were finalized first and lose it in the rest.
+ */
+int alex_serve_super_commit(struct pdb *db, const char *super)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->super && !db->super_done && strcmp(db->super, super) == 0)
+		err = alex_multidb_commit(db);
+	pthread_mutex_unlock(&db->mu);
+	return err;
+}
+
+int alex_serve_lock_shared(struct pdb *db)
+{
+	int saved = errno;
+
+	ALEX_COUNT(refreshes, 1);
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_refresh(db->eng, 1);
+	if (!rc && db->ref_check && !alex_in_doubt(db->eng)) {
+		alex_multidb_cleanup(db);
+		db->ref_check = 0;
+	}
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' commits: %s", db->path,
+			 alex_strerror(rc));
+	return answer(rc, saved);
+}
+
+/*
+ * WAL mode keeps ALEX's log out of the way (docs/PRELOAD.md): SQLite
+ * writes the database file itself, in its WAL checkpoints, and a program
+ * without ALEX -- Litestream, a plain sqlite3 -- reads it through the WAL,
+ * where no mark could stop it.  So before SQLite may use the WAL, the log
+ * must hold nothing the database file lacks.  journal_mode=WAL already
+ * checkpointed it (core: a commit that enters WAL mode); this catches what
+ * a crash or a failed checkpoint left, and refuses the WAL if it cannot.
+ * SQLite holds SHARED here, so no rollback-mode commit can land meanwhile;
+ * the log's checkpoint lock keeps out other processes doing the same.
+ */
+int alex_serve_wal_open(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_refresh(db->eng, 1);
+	if (!rc && alex_holds_pages(db->eng))
+		rc = alex_checkpoint(db->eng);
+	if (!rc && alex_holds_pages(db->eng))
+		rc = ALEX_EBUSY;
+	if (!rc)
+		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: the log still holds pages and could not be checkpointed "
+			 "(%s); the WAL stays closed until: alex checkpoint %s", db->path,
+			 alex_strerror(rc), db->path);
+	return rc ? alex_errno_of(rc) : 0;
+}
+
+/* Leaving WAL mode (or closing): the engine serves the file again, and
+ * must first see it as SQLite and other processes left it. */
+void alex_serve_wal_closed(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
+		/* SQLite may hold no lock while it closes its -wal */
+		int rc = alex_refresh(db->eng, 0);
+		if (rc)
+			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: %s", db->path,
+				 alex_strerror(rc));
+	}
+	pthread_mutex_unlock(&db->mu);
+}
+
+/* ---- background and process life ---------------------------------------- */
+
+void alex_serve_sync_due(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_sync_if_due(db->eng);
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: background sync: %s", db->path, alex_strerror(rc));
+}
+
+/*
+ * The child's engines go on working: every transaction starts with SQLite's
+ * SHARED lock, which makes them catch up with the log (alex_refresh).  But an
+ * in-memory journal must not be shared: one process deleting "its" journal
+ * would leave the other a stale one that looks hot.  The child forgets it.
+ * Runs in the child right after fork, with db->mu held by the fork handler.
+ */
+void alex_serve_forget(struct pdb *db)
+{
+	if (db->jmem >= 0)
+		REAL(close)(db->jmem);
+	db->jmem = -1;
+	db->skip_dirsync = 0;
+	/* the parent's unfinished transaction is the parent's: if the child
+	 * closed its copies of SQLite's descriptors, the last close must not
+	 * commit it */
+	int rc = alex_discard(db->eng);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: after fork: %s", db->path, alex_strerror(rc));
+}
+
+void alex_serve_stats(struct pdb *db, struct alex_stats *out)
+{
+	struct alex_stats s;
+
+	pthread_mutex_lock(&db->mu);
+	alex_stats(db->eng, &s);
+	pthread_mutex_unlock(&db->mu);
+	alex_stats_sum(out, &s);
+}

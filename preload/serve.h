@@ -1,0 +1,71 @@
+/*
+ * serve.h - the one way from the hooks into the engine (serve.c).
+ *
+ * Every call takes the database's struct pdb, holds its lock for exactly
+ * the engine calls it makes, and answers in libc's convention: a result,
+ * or -1 with errno set (alex_errno_of, errmap.h, turns an engine result
+ * into one).  errno is left alone on success.  No hook touches db->eng.
+ */
+#ifndef ALEX_PRELOAD_SERVE_H
+#define ALEX_PRELOAD_SERVE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "state.h"
+
+/* Opens db's engine (db->path, which the registry made canonical) and says
+ * what recovery found.  0 or an errno; a failure is said once, naming the
+ * file and what to do. */
+int alex_serve_open(struct pdb *db);
+/* The last reference is gone: commits what SQLite left unsynced,
+ * checkpoints if no other process uses the database, closes the engine. */
+void alex_serve_close(struct pdb *db);
+
+enum alex_serve_io {
+	ALEX_SERVE_READ = 0,
+	ALEX_SERVE_WRITE = 1,
+	ALEX_SERVE_APPEND = 2 | ALEX_SERVE_WRITE /* at the end, whatever *pos says */
+};
+/* Reads or writes the buffers at *pos, which moves by the bytes done.
+ * A read stops at the end of the file.  Bytes done, or -1. */
+ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
+		      enum alex_serve_io how);
+/* The logical size of the database file (what SQLite sees). */
+uint64_t alex_serve_size(struct pdb *db);
+/* Cuts or extends the database file to size.  0 or -1. */
+int alex_serve_truncate(struct pdb *db, int64_t size);
+/* posix_fallocate on the database: grows it to end if it is smaller.
+ * 0 or an errno (that function's convention). */
+int alex_serve_extend(struct pdb *db, uint64_t end);
+
+/* A commit boundary SQLite showed (a sync, RESERVED released, the last
+ * close).  0 or -1. */
+int alex_serve_commit(struct pdb *db);
+/* SQLite finalized db's journal: its transaction is over.  0 or -1. */
+int alex_serve_journal_done(struct pdb *db);
+/* A write to db's in-memory journal (fd), after it succeeded: SQLite may
+ * be naming a super-journal (multidb.c). */
+void alex_serve_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off);
+/* SQLite is about to remove super, a super-journal: db's part of that
+ * transaction is committed first, if db has one.  0 or an errno. */
+int alex_serve_super_commit(struct pdb *db, const char *super);
+/* SQLite took SHARED (or EXCLUSIVE straight from it): other processes'
+ * commits become visible.  0 or -1. */
+int alex_serve_lock_shared(struct pdb *db);
+
+/* SQLite opens db's -wal: empties the log first (or refuses).  0 or an
+ * errno; on success the description is counted in db->wal_ofds. */
+int alex_serve_wal_open(struct pdb *db);
+/* The last descriptor of a -wal description is gone. */
+void alex_serve_wal_closed(struct pdb *db);
+
+/* ALEX_SYNC=normal: syncs db's commits if its window is over. */
+void alex_serve_sync_due(struct pdb *db);
+/* In a forked child: forgets the parent's open transaction and journal. */
+void alex_serve_forget(struct pdb *db);
+/* Adds db's engine counters to *out. */
+void alex_serve_stats(struct pdb *db, struct alex_stats *out);
+
+#endif
