@@ -1,6 +1,7 @@
-/* alex-bench's statistics, diskstats parser and the short workload's pure
- * parts on known inputs. */
+/* alex-bench's statistics, diskstats parser, command line, directory trees,
+ * child processes and the short workload's pure parts on known inputs. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "options.h"
+#include "read.h"
+#include "run.h"
 
 Test(stats, known_percentiles)
 {
@@ -71,9 +75,9 @@ Test(diskstats, whole_disk_partition_and_dm)
 	cr_expect_eq(bench_diskstats_parse(sample, 9, 9, &d), -1);
 }
 
-/* ---- the short workload's pure parts ------------------------------------- */
+/* ---- the command line ----------------------------------------------------- */
 
-Test(short_wl, parse_long)
+Test(options, parse_long)
 {
 	long v = 7;
 
@@ -93,6 +97,252 @@ Test(short_wl, parse_long)
 	cr_expect_eq(bench_parse_long("-3", -5, 5, &v), 0);
 	cr_expect_eq(v, -3);
 }
+
+Test(options, parse_u64)
+{
+	uint64_t v = 7;
+
+	cr_expect_eq(bench_parse_u64("0", &v), 0);
+	cr_expect_eq(v, 0);
+	cr_expect_eq(bench_parse_u64("18446744073709551615", &v), 0);
+	cr_expect_eq(v, UINT64_MAX);
+	const char *bad[] = { "", "-1", "-0", "18446744073709551616", "1x", " 1", "+1", "0x10", NULL };
+	for (int i = 0; bad[i]; i++) {
+		v = 7;
+		cr_expect_eq(bench_parse_u64(bad[i], &v), -1, "\"%s\" accepted", bad[i]);
+		cr_expect_eq(v, 7, "\"%s\" changed the value", bad[i]);
+	}
+}
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+Test(options, defaults_and_values)
+{
+	static struct bench_opts o;
+	char *none[] = { "alex-bench", NULL };
+
+	cr_assert_eq(bench_opts_parse(ARGC(none), none, &o), BENCH_OPTS_RUN);
+	cr_expect_eq(o.runs, 5);
+	cr_expect_eq(o.ops, 5000);
+	cr_expect_eq(o.seed, 42);
+	cr_expect_eq(o.nw, 2);
+	cr_expect_eq(o.nm, 8, "all: every built-in mode but alex-keep (no short)");
+	cr_expect(o.probe && o.plots && !o.strace);
+
+	char *some[] = { "alex-bench", "--runs", "100", "--ops", "1", "--seed", "18446744073709551615",
+			 "--mode", "wal,alex:ALEX_SYNC=normal;ALEX_KEEP_LOG=1", "--workload", "large",
+			 "--no-plots", "--strace", "--dir", "d", NULL };
+	cr_assert_eq(bench_opts_parse(ARGC(some), some, &o), BENCH_OPTS_RUN);
+	cr_expect_eq(o.runs, 100);
+	cr_expect_eq(o.ops, 1);
+	cr_expect_eq(o.seed, UINT64_MAX);
+	cr_expect_eq(o.nw, 1);
+	cr_expect_str_eq(o.wl[0], "large");
+	cr_assert_eq(o.nm, 2);
+	cr_expect_str_eq(o.modes[0].name, "wal");
+	cr_expect_null(o.modes[0].alex);
+	cr_expect_str_eq(o.modes[1].name, "alex:ALEX_SYNC=normal;ALEX_KEEP_LOG=1");
+	cr_expect_str_eq(o.modes[1].alex, "ALEX_SYNC=normal;ALEX_KEEP_LOG=1");
+	cr_expect(!o.plots && o.strace && o.probe);
+	cr_expect_str_eq(o.dir, "d");
+}
+
+static void quiet(void)
+{
+	cr_redirect_stdout();
+	cr_redirect_stderr();
+}
+
+/* A bad value: one line naming the option, the value and the range. */
+Test(options, bad_value_one_line, .init = cr_redirect_stderr)
+{
+	static struct bench_opts o;
+	char *argv[] = { "alex-bench", "--ops", "10", "--runs", "abc", NULL };
+
+	cr_expect_eq(bench_opts_parse(ARGC(argv), argv, &o), 2);
+	fflush(stderr);
+	cr_expect_stderr_eq_str("alex-bench: --runs: 'abc' is not a number between 1 and 100\n");
+}
+
+Test(options, bad_values, .init = quiet)
+{
+	static const char *const bad[][2] = {
+		{ "--runs", "0" }, { "--runs", "101" }, { "--runs", "5x" }, { "--runs", "" },
+		{ "--ops", "-1" }, { "--ops", "100000001" }, { "--payload", "1048577" },
+		{ "--large-mb", "0" }, { "--probe-syncs", "1e3" }, { "--probe-mb", " 4" },
+		{ "--procs", "+5" }, { "--seed", "-1" }, { "--seed", "18446744073709551616" },
+		{ "--mode", "fast" }, { "--workload", "insert,insert" }, { "--workload", "," },
+		{ "--mode", "" },
+	};
+	static struct bench_opts o;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *argv[] = { "alex-bench", (char *)bad[i][0], (char *)bad[i][1], NULL };
+		cr_expect_eq(bench_opts_parse(ARGC(argv), argv, &o), 2, "%s '%s' accepted", bad[i][0],
+			     bad[i][1]);
+	}
+	char *missing[] = { "alex-bench", "--runs", NULL }, *joined[] = { "alex-bench", "--runs=3", NULL };
+	cr_expect_eq(bench_opts_parse(ARGC(missing), missing, &o), 2);
+	cr_expect_eq(bench_opts_parse(ARGC(joined), joined, &o), 2);
+	char *help[] = { "alex-bench", "--help", NULL };
+	cr_expect_eq(bench_opts_parse(ARGC(help), help, &o), 0);
+}
+
+/* ---- directory trees and child processes ---------------------------------- */
+
+Test(tree, make_and_remove)
+{
+	char top[] = "/tmp/alex-bench-tree-XXXXXX", path[300], outside[300];
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(top));
+	snprintf(path, sizeof path, "%s/a//b/c/", top);
+	cr_assert_eq(bench_tree_make(path), 0);
+	cr_expect_eq(bench_tree_make(path), 0, "already there");
+	snprintf(path, sizeof path, "%s/a/b/c/f", top);
+	fclose(fopen(path, "w"));
+	cr_expect_eq(bench_tree_make(path), -1, "a file of that name");
+	/* a link to a file outside: the link goes, never the file */
+	snprintf(outside, sizeof outside, "%s-outside", top);
+	fclose(fopen(outside, "w"));
+	snprintf(path, sizeof path, "%s/a/b/link", top);
+	cr_assert_eq(symlink(outside, path), 0);
+	snprintf(path, sizeof path, "%s/a", top);
+	cr_expect_eq(bench_tree_remove(path), 0);
+	cr_expect_neq(stat(path, &st), 0);
+	cr_expect_eq(stat(outside, &st), 0);
+	cr_expect_eq(bench_tree_remove(path), 0, "not there: no error");
+	cr_expect_eq(bench_tree_remove(top), 0);
+	cr_expect_neq(stat(top, &st), 0);
+	unlink(outside);
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+}
+
+Test(spawn, status_output_directory_environment)
+{
+	char out[] = "/tmp/alex-bench-spawn-XXXXXX", buf[4096];
+	int fd = mkstemp(out);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	char *t[] = { "true", NULL }, *f[] = { "false", NULL }, *no[] = { "/nonexistent/x", NULL };
+	cr_expect_eq(bench_spawn(t, NULL, NULL), 0);
+	cr_expect_eq(bench_spawn(f, NULL, NULL), 1);
+	cr_expect_eq(bench_spawn(no, NULL, NULL), 127);
+	char *pwd[] = { "pwd", NULL };
+	struct bench_spawn how = { .out = out, .cwd = "/" };
+	cr_expect_eq(bench_spawn(pwd, &how, NULL), 0);
+	slurp(out, buf, sizeof buf);
+	cr_expect_str_eq(buf, "/\n");
+	char *env[] = { "ALEX_BENCH_TEST=a b;c", NULL }, *printenv[] = { "printenv", "ALEX_BENCH_TEST",
+									 NULL };
+	how = (struct bench_spawn){ .out = out, .env = env };
+	cr_expect_eq(bench_spawn(printenv, &how, NULL), 0);
+	slurp(out, buf, sizeof buf);
+	cr_expect_str_eq(buf, "a b;c\n");
+	cr_expect_null(getenv("ALEX_BENCH_TEST"), "set in the child only");
+	how = (struct bench_spawn){ .out = "/nonexistent/out" };
+	cr_expect_eq(bench_spawn(t, &how, NULL), 126);
+	unlink(out);
+}
+
+/* ---- what a run leaves behind, read back ---------------------------------- */
+
+/* text into a new file under /tmp; its path into path */
+static void put(char *path, const char *text)
+{
+	strcpy(path, "/tmp/alex-bench-read-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+Test(read, worker_line)
+{
+	char path[64];
+	struct bench_run r = { .files_left = -1 };
+	int have_disk = 1;
+
+	put(path, "5000 1.250000 ok 863960\n");
+	cr_assert_eq(bench_read_worker(path, 0, &r, &have_disk), 0);
+	cr_expect_eq(r.ops, 5000);
+	cr_expect_float_eq(r.secs, 1.25, 1e-9);
+	cr_expect_eq(r.wchar, 863960);
+	cr_expect_eq(r.files_left, -1);
+	cr_expect_eq(have_disk, 1, "not short: the run's own device counts stay");
+	unlink(path);
+	put(path, "5 0.500000 ok 31105 1 112722 3 0\n");
+	cr_assert_eq(bench_read_worker(path, 1, &r, &have_disk), 0);
+	cr_expect_eq(r.files_left, 1);
+	cr_expect_eq(r.dev_bytes, 112722);
+	cr_expect_eq(r.flushes, 3);
+	cr_expect_eq(have_disk, 1);
+	unlink(path);
+	put(path, "5 0.500000 ok 31105 0\n");
+	cr_assert_eq(bench_read_worker(path, 1, &r, &have_disk), 0);
+	cr_expect_eq(have_disk, 0, "short without /proc/diskstats counts");
+	unlink(path);
+	put(path, "5 0.500000 FAILED 31105 0\n");
+	cr_expect_eq(bench_read_worker(path, 1, &r, &have_disk), -1);
+	unlink(path);
+	cr_expect_eq(bench_read_worker("/nonexistent", 0, &r, &have_disk), -1);
+}
+
+Test(read, latencies)
+{
+	char path[64];
+	struct bench_run r = { 0 };
+
+	put(path, "op,us\ninsert,3.0\nselect,1.0\ninsert,2.0\ncommit,10.0\nprocess,4.0\n");
+	bench_read_latencies(path, &r);
+	cr_assert_eq(r.nsorted, 5);
+	cr_expect_float_eq(r.sorted[0], 1.0, 1e-9);
+	cr_expect_float_eq(r.sorted[4], 10.0, 1e-9);
+	cr_expect_float_eq(r.lat.max, 10.0, 1e-9);
+	cr_expect_eq(r.op[0].n, 2, "insert");
+	cr_expect_float_eq(r.op[0].p50, 2.0, 1e-9);
+	cr_expect_eq(r.op[1].n, 1, "select");
+	cr_expect_eq(r.op[4].n, 1, "commit");
+	cr_expect_eq(r.op[2].n + r.op[3].n, 0, "a type the worker does not name counts in all only");
+	free(r.sorted);
+	unlink(path);
+}
+
+Test(read, strace_summary_and_stats)
+{
+	char path[64];
+
+	put(path, "% time     seconds  usecs/call     calls    errors syscall\n"
+		  "------ ----------- ----------- --------- --------- ----------------\n"
+		  " 98.76    0.012345          61       200           fdatasync\n"
+		  "  1.24    0.000155          38         4           fsync\n"
+		  "------ ----------- ----------- --------- --------- ----------------\n"
+		  "100.00    0.012500          61       204           total\n");
+	cr_expect_float_eq(bench_read_strace(path), 204, 1e-9, "the total line is not counted again");
+	unlink(path);
+	put(path, "");
+	cr_expect_float_eq(bench_read_strace(path), 0, 1e-9, "no sync at all");
+	unlink(path);
+	cr_expect_float_eq(bench_read_strace("/nonexistent"), -1, 1e-9);
+	put(path, "{\n  \"log_writes\": 9,\n  \"log_syncs\": 51,\n  \"x\": 1\n}\n");
+	cr_expect_float_eq(bench_read_syncs(path), 51, 1e-9);
+	unlink(path);
+	put(path, "{}\n");
+	cr_expect_float_eq(bench_read_syncs(path), -1, 1e-9);
+	unlink(path);
+}
+
+/* ---- the short workload's pure parts ------------------------------------- */
 
 Test(short_wl, sql_of_a_process)
 {
@@ -153,6 +403,34 @@ Test(short_wl, find_exe)
 	cr_expect_eq(bench_find_exe("tool", pathenv, out, 8), -1, "too long for out");
 	unlink(path);
 	rmdir(dir);
+}
+
+Test(short_wl, pooled_runs)
+{
+	double a[] = { 1000, 3000 }, b[] = { 2000, 4000 };
+	struct bench_run r[2] = {
+		{ .secs = 0.5, .wchar = 100, .dev_bytes = 4000, .waf = 1, .traced_syncs = 6,
+		  .files_left = 0, .sorted = a, .nsorted = 2 },
+		{ .secs = 1.5, .wchar = 300, .dev_bytes = 8000, .waf = 1, .traced_syncs = -1,
+		  .files_left = 1, .sorted = b, .nsorted = 2 },
+	};
+	struct bench_short_stats s;
+
+	cr_assert_eq(bench_short_pool(r, 2, 2, &s), 0);
+	cr_expect_eq(s.procs, 4);
+	cr_expect_float_eq(s.ins_s, 2, 1e-9, "4 processes in 2 seconds");
+	cr_expect_eq(s.t.n, 4);
+	cr_expect_float_eq(s.t.max, 4000, 1e-9);
+	cr_expect_float_eq(s.syncs, 3, 1e-9, "the first run's strace count, per process");
+	cr_expect_float_eq(s.dev_bytes, 3000, 1e-9);
+	cr_expect_float_eq(s.wchar, 100, 1e-9);
+	cr_expect_eq(s.files_min, 0);
+	cr_expect_eq(s.files_max, 1);
+	r[1].waf = -1;
+	r[0].traced_syncs = -1;
+	cr_assert_eq(bench_short_pool(r, 2, 2, &s), 0);
+	cr_expect_float_eq(s.dev_bytes, -1, 1e-9, "a run without device counts: none");
+	cr_expect_float_eq(s.syncs, -1, 1e-9);
 }
 
 Test(short_wl, table_row)

@@ -1,6 +1,8 @@
 /* bench.h - alex-bench's parts: the worker that runs a workload, the device
- * probe, the plots, and the pieces tested on their own (summary statistics
- * of latencies, /proc/diskstats). */
+ * probe, the plots, running programs and making directories, and the pieces
+ * tested on their own (summary statistics of latencies, /proc/diskstats).
+ * The command line, the run loop and the report have headers of their own
+ * (options.h, run.h, report.h). */
 #ifndef ALEX_BENCH_H
 #define ALEX_BENCH_H
 
@@ -86,10 +88,6 @@ int bench_short_sql(char *buf, size_t cap, const struct bench_mode *m, long i, i
  * pathenv (an empty entry is "."), into out.  0, or -1 if there is none. */
 int bench_find_exe(const char *name, const char *pathenv, char *out, size_t cap);
 
-/* A whole number from min to max with nothing after it, into *out: 0, or
- * -1 (*out unchanged). */
-int bench_parse_long(const char *s, long min, long max, long *out);
-
 /* One mode's line of the short workload's per-process table: every process
  * of every run pooled. */
 struct bench_short_stats {
@@ -103,6 +101,11 @@ extern const char bench_short_head[];
 /* Formats s as a Markdown row (with newline) of the table bench_short_head
  * starts.  Returns what snprintf returns. */
 int bench_short_row(char *buf, size_t cap, const char *mode, const struct bench_short_stats *s);
+
+struct bench_run;
+/* Pools the runs of one mode, procs processes each, into its line of that
+ * table (syncs: r[0]'s strace count per process).  0, or -1 (no memory). */
+int bench_short_pool(const struct bench_run *r, int runs, long procs, struct bench_short_stats *s);
 
 #define BENCH_NPROBES 4
 struct bench_probe {
@@ -118,6 +121,10 @@ struct bench_probe {
 void bench_probe(const char *dir, long syncs, long mb, struct bench_probe out[BENCH_NPROBES]);
 
 #define BENCH_MAXOPS 5
+/* The operation types, as the worker names them in its latency file, in
+ * the order the per-type tables list them. */
+extern const char *const bench_op_names[BENCH_MAXOPS];
+
 /* The medians of one workload and mode, what the plots draw. */
 struct bench_result {
 	const char *workload, *mode;
@@ -135,5 +142,28 @@ struct bench_result {
 /* Writes the plot data and OUT/plots.gp, and runs gnuplot on it.
  * Returns the number of PNG files drawn, or -1 (gnuplot missing/failed). */
 int bench_plot(const char *outdir, const struct bench_result *r, size_t n);
+
+/* How bench_spawn runs a program; NULL members: as this process does. */
+struct bench_spawn {
+	const char *out; /* standard output to this file, truncated */
+	const char *cwd;
+	char *const *env; /* "VAR=VALUE" strings to set, NULL-terminated */
+};
+
+struct rusage;
+/*
+ * Runs argv[0] (searched in PATH unless it holds a '/') with argv, as how
+ * says, and waits for it; *ru (if not NULL) gets its resource usage.
+ * Returns its exit status (127: it could not be run), or -1 if it could not
+ * be started or waited for or was killed by a signal.
+ */
+int bench_spawn(char *const argv[], const struct bench_spawn *how, struct rusage *ru);
+
+/* mkdir -p: path and its missing parents (0755).  0, or -1 with errno. */
+int bench_tree_make(const char *path);
+
+/* rm -rf: path and everything under it, links not followed; a path that
+ * is not there is no error.  0, or -1 with errno. */
+int bench_tree_remove(const char *path);
 
 #endif

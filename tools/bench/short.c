@@ -8,8 +8,11 @@
  * The worker process runs plain SQLite only (the database is created and
  * checked here); the sqlite3 processes it starts get libalex.so through
  * LD_PRELOAD, set in its environment after it has started.
+ *
+ * Its own table, every process of every run in one line per mode, is made
+ * here too (bench_short_pool, bench_short_row): it reads what this file
+ * measures.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,27 +27,13 @@
 #include <sqlite3.h>
 
 #include "bench.h"
+#include "run.h"
 
 static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-int bench_parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	if (!s || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 int bench_find_exe(const char *name, const char *pathenv, char *out, size_t cap)
@@ -119,6 +108,41 @@ int bench_short_row(char *buf, size_t cap, const char *mode, const struct bench_
 			num(wc, sizeof wc, "%.0f", s->wchar), left);
 }
 
+int bench_short_pool(const struct bench_run *r, int runs, long procs, struct bench_short_stats *s)
+{
+	size_t n = 0;
+	double secs = 0, dev = 0, wc = 0;
+	int have_dev = 1;
+
+	*s = (struct bench_short_stats){ .procs = procs * runs, .files_min = INT_MAX,
+					 .files_max = -1 };
+	for (int i = 0; i < runs; i++)
+		n += r[i].nsorted;
+	double *all = malloc((n ? n : 1) * sizeof *all);
+	if (!all)
+		return -1;
+	n = 0;
+	for (int i = 0; i < runs; i++) {
+		if (r[i].nsorted)
+			memcpy(all + n, r[i].sorted, r[i].nsorted * sizeof *all);
+		n += r[i].nsorted;
+		secs += r[i].secs;
+		dev += (double)r[i].dev_bytes;
+		wc += (double)r[i].wchar;
+		have_dev &= r[i].waf >= 0;
+		s->files_min = r[i].files_left < s->files_min ? r[i].files_left : s->files_min;
+		s->files_max = r[i].files_left > s->files_max ? r[i].files_left : s->files_max;
+	}
+	bench_summarize(all, n, &s->t);
+	free(all);
+	s->ins_s = secs > 0 ? (double)s->procs / secs : 0;
+	/* the strace pass is the first run's: all its processes' syncs */
+	s->syncs = r[0].traced_syncs < 0 ? -1 : r[0].traced_syncs / (double)procs;
+	s->dev_bytes = have_dev ? dev / (double)s->procs : -1;
+	s->wchar = wc / (double)s->procs;
+	return 0;
+}
+
 /* Files in dir other than base (and . and ..), or -1. */
 static int count_beside(const char *dir, const char *base)
 {
@@ -182,51 +206,31 @@ static long count_rows(const char *path, int *ok)
 	return rows;
 }
 
-int bench_short(const struct bench_mode *m, const char *path, long procs, int payload,
-		const char *latfile)
+/*
+ * The sqlite3 processes, one after another, until one fails: each one's
+ * wall time (fork to waitpid, us) into us[], all of them into *secs.
+ * Returns how many ran, or -1 (nothing measured); *failed: one did not
+ * exit with 0.
+ */
+static long run_procs(const struct bench_mode *m, const char *exe, const char *path, long procs,
+		      int payload, double *us, double *secs, int *failed)
 {
-	const char *lib = getenv("ALEX_BENCH_LIB"), *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
-	char exe[PATH_MAX], dir[PATH_MAX];
 	size_t cap = (size_t)payload + strlen(m->extra) + 256;
 	char *sql = malloc(cap);
-	double *us = malloc((size_t)procs * sizeof *us);
-	int devnull = open("/dev/null", O_RDWR), failed = 0;
-	struct stat st;
-	struct bench_disk d0, d1;
-
-	if (!sql || !us || devnull < 0 || procs < 1 || payload < 1 ||
-	    payload > BENCH_SHORT_MAXPAYLOAD)
-		return 1;
-	if (bench_find_exe("sqlite3", getenv("PATH"), exe, sizeof exe)) {
-		fprintf(stderr, "alex-bench: short: no sqlite3 in PATH (the workload runs the "
-				"sqlite3 shell; apt-get install sqlite3)\n");
-		return 1;
-	}
-	if (m->alex && (!lib || !*lib)) {
-		fprintf(stderr, "alex-bench: short: %s: ALEX_BENCH_LIB is not set\n", m->name);
-		return 1;
-	}
-	/* the database's directory: what else is in it after the run */
-	snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
-		 slash ? path : ".");
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "alex-bench: short: %s: %s\n", dir, strerror(errno));
-		return 1;
-	}
-	if (create_db(m, path))
-		return 1;
-	if (m->alex) /* for the sqlite3 processes: this one has long been loaded */
-		setenv("LD_PRELOAD", lib, 1);
-	int have_disk = stat(dir, &st) == 0 && bench_disk_now(st.st_dev, &d0) == 0;
-	uint64_t w0 = bench_wchar();
+	int devnull = open("/dev/null", O_RDWR);
 	long done = 0;
+
+	*failed = 0;
+	if (!sql || devnull < 0)
+		return -1;
 	double t0 = now_s();
-	for (long i = 0; i < procs && !failed; i++) {
+	for (long i = 0; i < procs && !*failed; i++) {
 		char *argv[] = { "sqlite3", "-init", "/dev/null", (char *)path, sql, NULL };
 		int status;
-		if (bench_short_sql(sql, cap, m, i, payload) < 0)
-			return 1;
+		if (bench_short_sql(sql, cap, m, i, payload) < 0) {
+			done = -1;
+			break;
+		}
 		double a = now_s();
 		pid_t pid = fork();
 		if (pid == 0) {
@@ -238,7 +242,7 @@ int bench_short(const struct bench_mode *m, const char *path, long procs, int pa
 		}
 		if (pid < 0 || waitpid(pid, &status, 0) < 0) {
 			fprintf(stderr, "alex-bench: short: fork/waitpid: %s\n", strerror(errno));
-			failed = 1;
+			*failed = 1;
 			break;
 		}
 		us[i] = (now_s() - a) * 1e6;
@@ -246,44 +250,108 @@ int bench_short(const struct bench_mode *m, const char *path, long procs, int pa
 			fprintf(stderr, "alex-bench: short %s: sqlite3 process %ld of %ld %s %d\n",
 				m->name, i + 1, procs, WIFEXITED(status) ? "exited with" : "killed by signal",
 				WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-			failed = 1;
+			*failed = 1;
 		}
 		done++;
 	}
-	double t1 = now_s();
+	*secs = now_s() - t0;
+	free(sql);
+	close(devnull);
+	return done;
+}
+
+static int write_latencies(const char *latfile, const double *us, long n)
+{
+	FILE *lat = fopen(latfile, "w");
+
+	if (!lat)
+		return -1;
+	fprintf(lat, "op,us\n");
+	for (long i = 0; i < n; i++)
+		fprintf(lat, "process,%.3f\n", us[i]);
+	return fclose(lat) ? -1 : 0;
+}
+
+/* After the processes, with plain SQLite: exactly procs rows, and
+ * integrity_check ok.  0, or -1 (reported). */
+static int check_db(const struct bench_mode *m, const char *path, long procs)
+{
+	int ic_ok;
+	long rows = count_rows(path, &ic_ok);
+
+	if (rows != procs) {
+		fprintf(stderr, "alex-bench: short %s: FAILED: %ld rows in %s after %ld processes "
+				"(plain SQLite), expected %ld\n", m->name, rows, path, procs, procs);
+		return -1;
+	}
+	if (!ic_ok) {
+		fprintf(stderr, "alex-bench: short %s: FAILED: integrity_check of %s is not ok\n",
+			m->name, path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The database's directory (what else is in it after the run), made if
+ * it is not there; then the database, created.  0, or -1 (reported). */
+static int setup(const struct bench_mode *m, const char *path, char *dir, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, cap, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
+		 slash ? path : ".");
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "alex-bench: short: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	return create_db(m, path);
+}
+
+int bench_short(const struct bench_mode *m, const char *path, long procs, int payload,
+		const char *latfile)
+{
+	const char *lib = getenv("ALEX_BENCH_LIB"), *slash = strrchr(path, '/');
+	char exe[PATH_MAX], dir[PATH_MAX];
+	double *us = malloc((size_t)procs * sizeof *us);
+	struct stat st;
+	struct bench_disk d0, d1;
+	int failed;
+
+	if (!us || procs < 1 || payload < 1 || payload > BENCH_SHORT_MAXPAYLOAD)
+		return 1;
+	if (bench_find_exe("sqlite3", getenv("PATH"), exe, sizeof exe)) {
+		fprintf(stderr, "alex-bench: short: no sqlite3 in PATH (the workload runs the "
+				"sqlite3 shell; apt-get install sqlite3)\n");
+		return 1;
+	}
+	if (m->alex && (!lib || !*lib)) {
+		fprintf(stderr, "alex-bench: short: %s: ALEX_BENCH_LIB is not set\n", m->name);
+		return 1;
+	}
+	if (setup(m, path, dir, sizeof dir))
+		return 1;
+	if (m->alex) /* for the sqlite3 processes: this one has long been loaded */
+		setenv("LD_PRELOAD", lib, 1);
+	int have_disk = stat(dir, &st) == 0 && bench_disk_now(st.st_dev, &d0) == 0;
+	uint64_t w0 = bench_wchar();
+	double secs;
+	long done = run_procs(m, exe, path, procs, payload, us, &secs, &failed);
 	uint64_t wc = bench_wchar() - w0;
 	have_disk = have_disk && bench_disk_now(st.st_dev, &d1) == 0;
 	unsetenv("LD_PRELOAD");
-	int left = count_beside(dir, base); /* before this process opens it again */
+	/* before this process opens it again */
+	int left = count_beside(dir, slash ? slash + 1 : path);
 
-	FILE *lat = fopen(latfile, "w");
-	if (!lat)
+	if (done < 0 || write_latencies(latfile, us, done))
 		return 1;
-	fprintf(lat, "op,us\n");
-	for (long i = 0; i < done; i++)
-		fprintf(lat, "process,%.3f\n", us[i]);
-	if (fclose(lat))
-		return 1;
-	int ic_ok;
-	long rows = count_rows(path, &ic_ok);
-	if (!failed && rows != procs) {
-		fprintf(stderr, "alex-bench: short %s: FAILED: %ld rows in %s after %ld processes "
-				"(plain SQLite), expected %ld\n", m->name, rows, path, procs, procs);
-		failed = 1;
-	} else if (!failed && !ic_ok) {
-		fprintf(stderr, "alex-bench: short %s: FAILED: integrity_check of %s is not ok\n",
-			m->name, path);
-		failed = 1;
-	}
-	printf("%ld %.6f %s %llu %d", done, t1 - t0, failed ? "FAILED" : "ok",
+	failed = failed || check_db(m, path, procs);
+	printf("%ld %.6f %s %llu %d", done, secs, failed ? "FAILED" : "ok",
 	       (unsigned long long)wc, left);
 	if (have_disk)
 		printf(" %llu %llu %llu", (unsigned long long)(d1.sectors_written - d0.sectors_written) * 512,
 		       (unsigned long long)(d1.flushes - d0.flushes),
 		       (unsigned long long)(d1.discards - d0.discards));
 	printf("\n");
-	free(sql);
 	free(us);
-	close(devnull);
 	return 0;
 }

@@ -15,7 +15,9 @@
 #include "bench.h"
 
 enum op { OP_INSERT, OP_SELECT, OP_UPDATE, OP_DELETE, OP_COMMIT, NOPS };
-static const char *const op_name[NOPS] = { "insert", "select", "update", "delete", "commit" };
+_Static_assert(NOPS == BENCH_MAXOPS, "bench_op_names names every op");
+const char *const bench_op_names[BENCH_MAXOPS] = { "insert", "select", "update", "delete",
+						  "commit" };
 
 static double now_s(void)
 {
@@ -99,10 +101,10 @@ static int timed(struct ctx *c, enum op op)
 {
 	double a = now_s();
 	if (step_done(c->st[op])) {
-		fprintf(stderr, "alex-bench: %s: %s\n", op_name[op], sqlite3_errmsg(c->db));
+		fprintf(stderr, "alex-bench: %s: %s\n", bench_op_names[op], sqlite3_errmsg(c->db));
 		return -1;
 	}
-	fprintf(c->lat, "%s,%.3f\n", op_name[op], (now_s() - a) * 1e6);
+	fprintf(c->lat, "%s,%.3f\n", bench_op_names[op], (now_s() - a) * 1e6);
 	c->done += op != OP_COMMIT;
 	return 0;
 }
