@@ -33,7 +33,7 @@ DEP = -MMD -MP
 BENCH_SRC = $(wildcard tools/bench/*.c)
 BENCH_OBJ = $(BENCH_SRC:tools/bench/%.c=$(B)/bench/%.o)
 $(B)/alex-bench: $(B)/bench/main.o $(BENCH_OBJ)
-	$(CC) $^ -o $@ -lsqlite3 -lm
+	$(CC) $(CFLAGS) $^ -o $@ -lsqlite3 -lm
 
 $(B)/bench/main.o: tools/alex-bench.c | $(B)/bench
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools -c $< -o $@
@@ -95,7 +95,7 @@ $(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
 
 TEST_OBJ = $(TEST_SRC:tests/core/%.c=$(B)/tests/core/%.o)
 $(B)/test-core: $(TEST_OBJ) $(B)/libalex_core.a
-	$(CC) $(TEST_OBJ) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
+	$(CC) $(CFLAGS) $(TEST_OBJ) -o $@ $(B)/libalex_core.a -lcriterion $(LZ4)
 
 $(B)/tests/sqlrun-dyn: tests/preload/sqlrun.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
@@ -116,6 +116,17 @@ $(B)/tests/cutfs: tests/preload/cutfs.c | $(B)/tests
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
 	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach
+
+# Every test of check and check-preload runs through tests/run-test, which
+# appends one line to CHECK_RESULTS: "pass NAME", "fail NAME exit N" or
+# "skip NAME REASON".  A test's exit status: 0 passed, 77 skipped (it cannot
+# run here: not root, a tool missing; never counted as passed), anything
+# else failed.  A failed test does not stop the run: tests/summary.sh prints
+# "check: N passed, M failed, K skipped" at the end, with the names of the
+# failed and skipped ones, and fails the run if any test failed.
+# CHECK_FAIL_FAST=1 stops at the first failure instead (totals printed).
+CHECK_RESULTS ?= $(B)/check-results
+RUN_TEST = tests/run-test $(CHECK_RESULTS)
 # memcheck over the differential tests: every SQL script through the sqlite3
 # shell and the C client under libalex.so, the dump through the log and
 # `alex checkpoint` under valgrind too (about 2 minutes on 2 idle CPUs;
@@ -166,24 +177,28 @@ FAULTS_SAMPLE ?= 12
 # power cuts in check: K spread over a FULL and a NORMAL run (210 cuts)
 POWERCUT_FULL ?= 150
 POWERCUT_NORMAL ?= 60
-check-preload: all $(PRELOAD_TESTS) check-shipped
-	tests/preload/diff.sh $(B)
-	tests/preload/crash.sh $(B) $(CRASH_KILLS)
-	tests/preload/strace.sh $(B)
-	tests/preload/concurrency.sh $(B)
-	tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
-	tests/preload/cli.sh $(B)
-	tests/preload/space.sh $(B)
-	tests/preload/perms.sh $(B)
-	tests/preload/rest.sh $(B)
-	tests/preload/wal_openers.sh $(B)
-	tests/preload/multidb.sh $(B)
-	tests/preload/regress.sh $(B)
-	tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
-	tests/preload/crashtest.sh $(B) quick
-	tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)
-	tests/preload/hostile.sh $(B)
-	examples/run.sh $(B)
+# On its own it prints its totals; inside check (CHECK_NESTED=1) check does.
+check-preload: all $(PRELOAD_TESTS)
+	@$(if $(CHECK_NESTED),:,tests/summary.sh begin $(CHECK_RESULTS))
+	@$(RUN_TEST) check-shipped $(MAKE) --no-print-directory check-shipped
+	@$(RUN_TEST) diff tests/preload/diff.sh $(B)
+	@$(RUN_TEST) crash tests/preload/crash.sh $(B) $(CRASH_KILLS)
+	@$(RUN_TEST) strace tests/preload/strace.sh $(B)
+	@$(RUN_TEST) concurrency tests/preload/concurrency.sh $(B)
+	@$(RUN_TEST) multiproc tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
+	@$(RUN_TEST) cli tests/preload/cli.sh $(B)
+	@$(RUN_TEST) space tests/preload/space.sh $(B)
+	@$(RUN_TEST) perms tests/preload/perms.sh $(B)
+	@$(RUN_TEST) rest tests/preload/rest.sh $(B)
+	@$(RUN_TEST) wal_openers tests/preload/wal_openers.sh $(B)
+	@$(RUN_TEST) multidb tests/preload/multidb.sh $(B)
+	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
+	@$(RUN_TEST) powercut tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
+	@$(RUN_TEST) crashtest tests/preload/crashtest.sh $(B) quick
+	@$(RUN_TEST) faults tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)
+	@$(RUN_TEST) hostile tests/preload/hostile.sh $(B)
+	@$(RUN_TEST) examples examples/run.sh $(B)
+	@$(if $(CHECK_NESTED),:,tests/summary.sh end $(CHECK_RESULTS))
 
 torture: all
 	tests/preload/crash.sh $(B) 1000
@@ -209,17 +224,22 @@ faulttest: all $(B)/tests/powercut
 deps:
 	@tools/ensure-deps
 
-# The fuzzer runs for FUZZ_SECONDS inside check when clang is present.
+# The fuzzer runs for FUZZ_SECONDS inside check when clang is present
+# (without it the three fuzzers are reported skipped).  The entries, in
+# order: the fuzzers, check-preload's, check-bench, test-core; the totals
+# come last (see CHECK_RESULTS).  A build that fails stops check at once.
 FUZZ_SECONDS ?= 60
 check: deps
 	$(MAKE) all $(B)/test-core $(PRELOAD_TESTS)
-	@if command -v clang >/dev/null 2>&1; then \
-		$(MAKE) fuzz && tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS) && \
-		tests/fuzz/run $(B)/fuzz-decode 20 && tests/fuzz/run $(B)/fuzz-config 20; \
-	else echo "check: clang not found, fuzzing skipped (not counted as run)"; fi
-	$(MAKE) check-preload
-	$(MAKE) check-bench
-	$(B)/test-core --jobs=2
+	@tests/summary.sh begin $(CHECK_RESULTS)
+	@if command -v clang >/dev/null 2>&1; then $(MAKE) fuzz; fi
+	@$(RUN_TEST) fuzz-recover tests/fuzz/run $(B)/fuzz-recover $(FUZZ_SECONDS)
+	@$(RUN_TEST) fuzz-decode tests/fuzz/run $(B)/fuzz-decode 20
+	@$(RUN_TEST) fuzz-config tests/fuzz/run $(B)/fuzz-config 20
+	$(MAKE) check-preload CHECK_NESTED=1
+	@$(RUN_TEST) check-bench --need strace,gnuplot $(MAKE) --no-print-directory check-bench
+	@$(RUN_TEST) test-core $(B)/test-core --jobs=2
+	@tests/summary.sh end $(CHECK_RESULTS)
 
 check-asan: deps
 	$(MAKE) B=build-asan CC=clang \

@@ -1,14 +1,18 @@
 #!/bin/bash
 # cli.sh BUILD - alex-run, the alex tool, ALEX_* settings and exec, as a
-# user meets them.
+# user meets them.  The ALEX_SYNC=normal checks count syncs with strace;
+# without a working strace they are skipped, and so is the test (exit 77).
 set -u
+# skip REASON: this test cannot run here (exit 77: skipped, never passed;
+# the reason goes where tests/run-test asks for it)
+skip() { [ -n "${CHECK_SKIP_FILE:-}" ] && echo "$*" >"$CHECK_SKIP_FILE"; exit 77; }
 B=$(cd "${1:?usage: cli.sh BUILD}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/alex-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 lib=$B/libalex.so
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL $*"; }
 t() { local what=$1; shift; if "$@"; then ok; else no "$what"; fi; }
@@ -127,6 +131,10 @@ t "... and gone" [ ! -e hot.db-journal ]
 # ALEX_SYNC=normal: a commit is synced within ALEX_SYNC_MS even when the
 # program commits nothing more (the background thread); with a long window,
 # not before it.  The program then dies without closing anything.
+if ! strace -f -o /dev/null true 2>/dev/null; then
+	skipped=3
+	echo "cli: ALEX_SYNC=normal checks not run (strace not found or cannot trace)"
+else
 for ms in 100 60000; do
 	ALEX_SYNC=normal ALEX_SYNC_MS=$ms strace -f -y -e trace=fdatasync -o "sync.$ms" \
 		-E LD_PRELOAD="$lib" python3 -c "
@@ -139,6 +147,8 @@ done
 t "normal: synced within the window while idle" [ "$(grep -c 'alex>' sync.100)" -ge 1 ]
 t "normal: a 60 s window is not cut short" [ "$(grep -c 'alex>' sync.60000)" = 0 ]
 t "normal: the synced commits survive the kill" [ "$("$B/alex-run" sqlite3 normal100.db 'select count(*) from t')" = 1 ]
+fi
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "cli: $pass passed, $fail failed, $skipped skipped"
+[ "$fail" -eq 0 ] || exit 1
+[ "$skipped" -eq 0 ] || skip "$skipped ALEX_SYNC=normal checks need a working strace; $pass others passed"

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import sys
 import threading
+import traceback
 
 path = sys.argv[1]
 wal = len(sys.argv) > 2 and sys.argv[2] == "wal"
@@ -36,7 +37,18 @@ def work(tag, n):
     cc.close()
 
 
-threads = [threading.Thread(target=work, args=("thread%d" % i, 200)) for i in range(4)]
+errors = []  # what failed, in threads, children or the parent
+
+
+def guarded(tag, n):
+    try:
+        work(tag, n)
+    except BaseException:
+        traceback.print_exc()
+        errors.append("%s raised" % tag)
+
+
+threads = [threading.Thread(target=guarded, args=("thread%d" % i, 200)) for i in range(4)]
 for t in threads:
     t.start()
 for t in threads:
@@ -45,19 +57,33 @@ pids = []
 for k in range(2):
     pid = os.fork()
     if pid == 0:
+        # a child that raises says so: its traceback, and a non-zero status
+        # (os._exit, so that it never runs the parent's code after the fork)
+        status = 1
         try:
             work("child%d" % k, 300)
+            status = 0
+        except BaseException:
+            traceback.print_exc()
         finally:
-            os._exit(0)
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(status)
     pids.append(pid)
-work("parent", 300)
-for p in pids:
-    assert os.waitpid(p, 0)[1] == 0
+guarded("parent", 300)
+for k, p in enumerate(pids):  # every child waited for, every status checked
+    st = os.waitpid(p, 0)[1]
+    if os.WIFSIGNALED(st):
+        errors.append("child%d killed by signal %d" % (k, os.WTERMSIG(st)))
+    elif os.WEXITSTATUS(st) != 0:
+        errors.append("child%d exited %d" % (k, os.WEXITSTATUS(st)))
 got = dict(c.execute("select who, count(*) from t group by who"))
 want = {"thread%d" % i: 200 for i in range(4)}
 want.update({"child0": 300, "child1": 300, "parent": 300})
 ok = c.execute("pragma integrity_check").fetchone()[0]
 c.close()
-if got != want or ok != "ok":
-    sys.exit("concurrency: got %s, integrity %s" % (got, ok))
+if errors or got != want or ok != "ok":
+    sys.exit("concurrency: %sgot %s, integrity %s" % ("".join(e + "; " for e in errors), got, ok))
 print("concurrency: %d rows from 4 threads and 3 processes, integrity ok" % sum(got.values()))
