@@ -162,18 +162,26 @@ int alex_slot_for(alex_db *db, unsigned f, uint64_t blk, int whole, uint8_t **ou
 	return 0;
 }
 
-int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint64_t off)
+/* May file f change now? */
+static int writable(const alex_db *db, enum alex_file f)
 {
-	const uint8_t *src = buf;
-	size_t done = 0;
-	int err;
-
 	if (db->failed)
 		return ALEX_EFAILED;
 	if (db->doubt)
 		return ALEX_EBUSY; /* a record would go over the undecided group */
 	if (!alex_file_ok(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
 		return ALEX_EINVAL;
+	return 0;
+}
+
+int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *src = buf;
+	size_t done = 0;
+	int err;
+
+	if ((err = writable(db, f)))
+		return err;
 	if (off + len < off || off + len > ALEX_MAX_FILE)
 		return EFBIG;
 	while (done < len) {
@@ -207,12 +215,8 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 {
 	int err;
 
-	if (db->failed)
-		return ALEX_EFAILED;
-	if (db->doubt)
-		return ALEX_EBUSY; /* a record would go over the undecided group */
-	if (!alex_file_ok(f) || (db->cfg.db_only && f != ALEX_FILE_DB))
-		return ALEX_EINVAL;
+	if ((err = writable(db, f)))
+		return err;
 	if (size > ALEX_MAX_FILE)
 		return EFBIG;
 	if (size < db->size[f]) {

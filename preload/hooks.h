@@ -21,7 +21,7 @@ int alex_abs_path(int dirfd, const char *path, char *out, size_t cap);
 /* hooks_close.c */
 /* close(2) as the hooks see it: the table forgets fd first. */
 int alex_close_hook(int fd);
-/* After newfd became a copy of oldfd in the kernel. */
+/* After newfd became a copy of oldfd in the kernel (errno kept). */
 void alex_dup_track(int oldfd, int newfd);
 
 #endif

@@ -37,46 +37,40 @@ ALEX_EXPORT int close(int fd)
 /* After newfd became a copy of oldfd in the kernel. */
 void alex_dup_track(int oldfd, int newfd)
 {
+	int saved = errno;
+
 	if (alex_vfork_child())
 		return;
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone)
-		alex_ofd_put(gone);
+		alex_ofd_put(gone); /* may close an engine: errno is the caller's */
 	if (o && alex_fd_set(newfd, o) != 0)
 		alex_msg(ALEX_MSG_ERROR, "descriptor %d beyond the table: untracked", newfd);
+	errno = saved;
 }
 
 ALEX_EXPORT int dup(int fd)
 {
 	int n = REAL(dup)(fd);
-	if (n >= 0) {
-		int saved = errno;
+	if (n >= 0)
 		alex_dup_track(fd, n);
-		errno = saved;
-	}
 	return n;
 }
 
 ALEX_EXPORT int dup2(int fd, int nfd)
 {
 	int r = REAL(dup2)(fd, nfd);
-	if (r >= 0 && fd != nfd) {
-		int saved = errno;
+	if (r >= 0 && fd != nfd)
 		alex_dup_track(fd, r);
-		errno = saved;
-	}
 	return r;
 }
 
 ALEX_EXPORT int dup3(int fd, int nfd, int flags)
 {
 	int r = REAL(dup3)(fd, nfd, flags);
-	if (r >= 0) {
-		int saved = errno;
+	if (r >= 0)
 		alex_dup_track(fd, r);
-		errno = saved;
-	}
 	return r;
 }
 

@@ -75,11 +75,8 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 			return -1;
 		errno = saved;
 	}
-	if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
-		int saved = errno;
+	if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		alex_dup_track(fd, r);
-		errno = saved;
-	}
 	return r;
 }
 

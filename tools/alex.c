@@ -23,12 +23,14 @@
 #include <unistd.h>
 
 #include "alex.h"
+#include "inspect.h"
 #include "sqlite_locks.h"
 
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: alex checkpoint [--keep-log] FILE\n"
 		   "       alex stat|verify|recover FILE\n"
+		   "       alex inspect [--json] FILE\n"
 		   "       alex --help | --version\n");
 	return f == stdout ? 0 : 2;
 }
@@ -216,6 +218,9 @@ int main(int argc, char **argv)
 		printf("alex %s\n", ALEX_VERSION_STRING);
 		return 0;
 	}
+	/* read-only, no lock: it works on a log in use (tools/inspect.c) */
+	if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
+		return alex_inspect_main(argc - 1, argv + 1);
 	const char *keep_env = getenv("ALEX_KEEP_LOG");
 	int keep = keep_env && strcmp(keep_env, "1") == 0;
 	if (argc == 4 && strcmp(argv[1], "checkpoint") == 0 && strcmp(argv[2], "--keep-log") == 0) {
