@@ -44,9 +44,9 @@ $(B)/test-bench: tests/bench/test_bench.c $(BENCH_OBJ) | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools/bench $< $(BENCH_OBJ) -o $@ -lcriterion -lsqlite3 -lm
 
 # the alex tool: its subcommands in files of their own
-ALEX_TOOL_SRC = tools/alex.c $(wildcard tools/inspect*.c)
+ALEX_TOOL_SRC = tools/alex.c $(wildcard tools/inspect*.c) $(wildcard tools/doctor/*.c)
 $(B)/alex: $(ALEX_TOOL_SRC) $(B)/libalex_core.a
-	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools $(ALEX_TOOL_SRC) -o $@ $(B)/libalex_core.a $(LZ4)
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools $(ALEX_TOOL_SRC) -o $@ $(B)/libalex_core.a $(LZ4) -lelf
 
 $(B)/alex-run: tools/alex-run | $(B)/core
 	cp $< $@
@@ -196,6 +196,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) multidb tests/preload/multidb.sh $(B)
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex
+	@$(RUN_TEST) doctor tests/doctor/doctor.sh $(B)
 	@$(RUN_TEST) powercut tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
 	@$(RUN_TEST) crashtest tests/preload/crashtest.sh $(B) quick
 	@$(RUN_TEST) faults tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "alex.h"
+#include "doctor/doctor.h"
 #include "inspect.h"
 #include "sqlite_locks.h"
 
@@ -31,6 +32,7 @@ static int usage(FILE *f)
 	fprintf(f, "usage: alex checkpoint [--keep-log] FILE\n"
 		   "       alex stat|verify|recover FILE\n"
 		   "       alex inspect [--json] FILE\n"
+		   "       alex doctor [--json] PROGRAM [ARGS...]\n"
 		   "       alex --help | --version\n");
 	return f == stdout ? 0 : 2;
 }
@@ -221,6 +223,9 @@ int main(int argc, char **argv)
 	/* read-only, no lock: it works on a log in use (tools/inspect.c) */
 	if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
 		return alex_inspect_main(argc - 1, argv + 1);
+	/* reads a program with libelf, never runs it (tools/doctor/) */
+	if (argc >= 2 && strcmp(argv[1], "doctor") == 0)
+		return alex_doctor_main(argc - 1, argv + 1);
 	const char *keep_env = getenv("ALEX_KEEP_LOG");
 	int keep = keep_env && strcmp(keep_env, "1") == 0;
 	if (argc == 4 && strcmp(argv[1], "checkpoint") == 0 && strcmp(argv[2], "--keep-log") == 0) {
