@@ -288,8 +288,10 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
 	 * tell which header the disk holds: the engine stops).  Only then the
 	 * fence comes off. */
 	alex_map_clear(&db->map);
-	if ((err = alex_epoch_begin(db, !fenced)))
+	if ((err = alex_epoch_begin(db, !fenced))) {
+		db->failed = 1; /* the map is gone, the base may be unmarked */
 		return err;
+	}
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->limit[f] = db->climit[f] = db->csize[f] < db->size[f] ? db->csize[f] : db->size[f];
 	db->unsynced_commit = db->unsynced_spill = 0;

@@ -61,7 +61,8 @@ int alex_epoch_begin(alex_db *db, int sync)
 	/* another process made the log first: use theirs */
 	if ((err = alex_recover(db)) || db->epoch_live)
 		return err;
-	return alex_log_begin_epoch(db, sync, base);
+	err = alex_log_begin_epoch(db, sync, base);
+	return err == ALEX_EADOPT ? ALEX_EBUSY : err; /* a third made it again */
 }
 
 int alex_epoch_ensure(alex_db *db)

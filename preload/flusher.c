@@ -37,10 +37,9 @@ static void *flusher(void *arg)
 	return NULL;
 }
 
-/* threads do not survive fork: a child starts its own */
-static void forked(void)
+void alex_flusher_forked(void)
 {
-	started = 0;
+	started = 0; /* threads do not survive fork: a child starts its own */
 }
 
 void alex_flusher_start(void)
@@ -49,13 +48,9 @@ void alex_flusher_start(void)
 	pthread_attr_t a;
 	sigset_t all, old;
 
-	static int handler;
-
 	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL ||
 	    __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (!handler++)
-		pthread_atfork(NULL, NULL, forked);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	/* signals are the program's business, not this thread's */

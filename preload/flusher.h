@@ -5,5 +5,7 @@
 /* Starts the thread once per process (again in a fork()ed child), if the
  * sync mode asks for it.  Called at every open of a database. */
 void alex_flusher_start(void);
+/* Fork handler (init.c): the child has no thread. */
+void alex_flusher_forked(void);
 
 #endif

@@ -183,31 +183,7 @@ ALEX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off
 
 static off64_t db_seek(struct ofd *o, off64_t off, int whence)
 {
-	uint64_t size = alex_serve_size(o->db);
-	int64_t base;
-
-	switch (whence) {
-	case SEEK_SET: base = 0; break;
-	case SEEK_CUR: base = (int64_t)o->pos; break;
-	case SEEK_END: base = (int64_t)size; break;
-	case SEEK_DATA:
-	case SEEK_HOLE: /* one extent, no holes */
-		if (off >= (off64_t)size) {
-			errno = ENXIO;
-			return -1;
-		}
-		base = 0;
-		if (whence == SEEK_HOLE)
-			off = (off64_t)size;
-		break;
-	default: errno = EINVAL; return -1;
-	}
-	if (base + off < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	o->pos = (uint64_t)(base + off);
-	return (off64_t)o->pos;
+	return alex_serve_seek(o->db, &o->pos, off, whence);
 }
 
 ALEX_EXPORT off_t lseek(int fd, off_t off, int whence)

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "dirsync.h"
 #include "fdtable.h"
+#include "flusher.h"
 #include "hooks.h"
 #include "pdb.h"
 #include "real.h"
@@ -42,6 +43,7 @@ __attribute__((constructor)) static void alex_init(void)
 	/* a fork()ed child owns its copies (child handlers run in this order) */
 	pthread_atfork(NULL, NULL, alex_owner_reset);
 	pthread_atfork(NULL, NULL, alex_dirsync_forked);
+	pthread_atfork(NULL, NULL, alex_flusher_forked);
 	alex_pdb_atfork();
 	ready = 1;
 	errno = saved;

@@ -41,7 +41,7 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 {
 	pthread_mutex_lock(&db->mu);
-	int err = ensure(db, jpath, flags);
+	int made = db->jmem < 0, err = ensure(db, jpath, flags);
 	if (!err) {
 		*fd = REAL(fcntl)(db->jmem, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
 		if (*fd < 0) {
@@ -49,6 +49,11 @@ int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 		} else if ((flags & O_TRUNC) && REAL(ftruncate)(db->jmem, 0) != 0) {
 			err = errno;
 			REAL(close)(*fd);
+		}
+		if (err && made && db->jmem >= 0) { /* as if this open never happened */
+			REAL(close)(db->jmem);
+			db->jmem = -1;
+			alex_dirsync_clear(db);
 		}
 	}
 	pthread_mutex_unlock(&db->mu);

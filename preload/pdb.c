@@ -185,6 +185,7 @@ void alex_pdb_put(struct pdb *p)
 		}
 	pthread_mutex_unlock(&reg);
 	alex_serve_close(p);
+	alex_dirsync_clear(p);
 	if (p->jmem >= 0)
 		REAL(close)(p->jmem);
 	pthread_mutex_unlock(&life);

@@ -191,6 +191,41 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	return answer(rc, saved) ? -1 : total;
 }
 
+/* One extent, no holes: SEEK_DATA finds data anywhere below the end, and
+ * SEEK_HOLE the end. */
+int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
+{
+	uint64_t size;
+	int64_t base, err = 0;
+
+	pthread_mutex_lock(&db->mu);
+	alex_size(db->eng, ALEX_FILE_DB, &size);
+	switch (whence) {
+	case SEEK_SET: base = 0; break;
+	case SEEK_CUR: base = (int64_t)*pos; break;
+	case SEEK_END: base = (int64_t)size; break;
+	case SEEK_DATA:
+	case SEEK_HOLE:
+		base = 0;
+		if (off >= (int64_t)size)
+			err = ENXIO;
+		else if (whence == SEEK_HOLE)
+			off = (int64_t)size;
+		break;
+	default: base = 0; err = EINVAL; break;
+	}
+	if (!err && base + off < 0)
+		err = EINVAL;
+	if (!err)
+		*pos = (uint64_t)(base + off);
+	pthread_mutex_unlock(&db->mu);
+	if (err) {
+		errno = (int)err;
+		return -1;
+	}
+	return base + off;
+}
+
 uint64_t alex_serve_size(struct pdb *db)
 {
 	uint64_t size;

@@ -32,6 +32,8 @@ enum alex_serve_io {
  * A read stops at the end of the file.  Bytes done, or -1. */
 ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
 		      enum alex_serve_io how);
+/* lseek on a description whose offset is *pos: the new offset, or -1. */
+int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence);
 /* The logical size of the database file (what SQLite sees). */
 uint64_t alex_serve_size(struct pdb *db);
 /* Cuts or extends the database file to size.  0 or -1. */

@@ -49,6 +49,18 @@ static inline int alex_pdb_direct(const struct pdb *db)
 	return __atomic_load_n(&db->wal_ofds, __ATOMIC_ACQUIRE) > 0;
 }
 
+/* dirsync.c: databases whose journal's directory sync is expected, and
+ * the end of one expectation (it counts; 1 if db had one).  Here so that
+ * the registry can drop a closing database's without calling dirsync.c. */
+extern int alex_dirsync_count;
+static inline int alex_dirsync_clear(struct pdb *db)
+{
+	if (!__atomic_exchange_n(&db->skip_dirsync, 0, __ATOMIC_ACQ_REL))
+		return 0;
+	__atomic_sub_fetch(&alex_dirsync_count, 1, __ATOMIC_ACQ_REL);
+	return 1;
+}
+
 struct ofd {
 	struct pdb *db;
 	enum alex_role role; /* ROLE_DB: served by the engine (unless direct);
