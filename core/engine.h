@@ -46,6 +46,10 @@ int alex_txn_carry_page1(struct alex_db *db);
 int alex_make_room(struct alex_db *db);
 
 /* stage.c */
+/* db->rec holds at least need bytes (grown by doubling, up to the largest
+ * record the collector can make when that is enough).  Its contents are
+ * not kept. */
+int alex_rec_room(struct alex_db *db, size_t need);
 /* Builds the collector into db->rec as one record with these flags (COND
  * takes db->cond); its length in *len, its block count in *n. */
 int alex_stage_build(struct alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "engine.h"
 #include "log.h"
 #include "protect.h"
 #include "recover.h"
@@ -83,19 +84,6 @@ static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, ui
 			return err;
 		pos += e.stored_len;
 	}
-	return 0;
-}
-
-static int reserve(alex_db *db, size_t need)
-{
-	if (need <= db->rec_cap)
-		return 0;
-	uint8_t *r = aligned_alloc(ALEX_BLOCK, need);
-	if (!r)
-		return ALEX_ENOMEM;
-	free(db->rec);
-	db->rec = r;
-	db->rec_cap = need;
 	return 0;
 }
 
@@ -258,7 +246,7 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 		return 0;
 	if (r->rec_len > ALEX_BLOCK) {
 		/* read it whole: growing the buffer drops its contents */
-		if ((err = reserve(db, r->rec_len)) ||
+		if ((err = alex_rec_room(db, r->rec_len)) ||
 		    (err = io->pread(db->io.ctx, db->log_fd, db->rec, r->rec_len, off, &got)))
 			return err;
 		if (got < r->rec_len) {
@@ -362,7 +350,7 @@ int alex_recover(alex_db *db)
 	db->epoch_live = 0;
 	db->epoch_started = 0;
 	alex_map_clear(&db->map);
-	if ((err = reserve(db, 4 * ALEX_BLOCK)))
+	if ((err = alex_rec_room(db, 4 * ALEX_BLOCK)))
 		return err;
 	if (db->log_fd < 0 || db->log_stub)
 		return 0; /* no log, or one that holds nothing */

@@ -16,7 +16,7 @@ static int ks_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int rec_reserve(alex_db *db, size_t need)
+int alex_rec_room(alex_db *db, size_t need)
 {
 	if (need <= db->rec_cap)
 		return 0;
@@ -58,7 +58,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	uint32_t cond_len = (flags & ALEX_REC_COND) ? (uint32_t)strlen(db->cond) : 0;
 	uint64_t table_end = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
 	uint64_t hdr_len = table_end + cond_len;
-	if ((err = rec_reserve(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
+	if ((err = alex_rec_room(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
 		return err;
 	uint8_t *rec = db->rec;
 	uint64_t pos = hdr_len;
