@@ -3,6 +3,7 @@
 #ifndef ALEX_TEST_HELPERS_H
 #define ALEX_TEST_HELPERS_H
 
+#include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -50,6 +51,25 @@ static inline void small_config(struct alex_config *c)
 	c->prealloc_bytes = 256u << 10;
 	c->checkpoint_bytes = 1u << 20;
 	c->checkpoint_on_close = 0;
+}
+
+/* An engine on DB with cfg over on; the test fails if it does not open. */
+static inline alex_db *open_engine(const struct alex_config *cfg, struct alex_io *on)
+{
+	alex_db *db;
+	int rc = alex_open(DB, cfg, on, &db);
+	cr_assert_eq(rc, 0, "alex_open: %s", alex_strerror(rc));
+	return db;
+}
+
+/* Writes blocks 0..n-1 of the database with txn's content. */
+static inline void put_txn(alex_db *db, uint32_t txn, uint32_t n)
+{
+	uint8_t b[BLK];
+	for (uint32_t i = 0; i < n; i++) {
+		fill_block(b, txn, i);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
+	}
 }
 
 #endif

@@ -27,20 +27,7 @@ TestSuite(cond, .init = setup, .fini = teardown);
 
 static alex_db *open_on(struct alex_io *on)
 {
-	alex_db *db;
-	int rc = alex_open(DB, &cfg, on, &db);
-	cr_assert_eq(rc, 0, "alex_open: %s", alex_strerror(rc));
-	return db;
-}
-
-/* Writes blocks 0..n-1 with txn's content. */
-static void put_txn(alex_db *db, uint32_t txn, uint32_t n)
-{
-	uint8_t b[BLK];
-	for (uint32_t i = 0; i < n; i++) {
-		fill_block(b, txn, i);
-		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
-	}
+	return open_engine(&cfg, on);
 }
 
 /* Does block i hold txn's content? */
