@@ -27,26 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io_test.h" /* the trace's ACK record */
+#include "client.h"
 
 #define MAXDB 8
-
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int exec(sqlite3 *db, const char *sql)
-{
-	char *err = NULL;
-	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-	if (rc != SQLITE_OK)
-		fprintf(stderr, "attach: %s: %s\n", sql, err ? err : sqlite3_errmsg(db));
-	sqlite3_free(err);
-	return rc;
-}
 
 static void db_path(char *out, size_t cap, const char *dir, int k)
 {
@@ -68,28 +51,6 @@ static void row_bytes(uint8_t *b, size_t n, int i, int k)
 {
 	for (size_t j = 0; j < n; j++)
 		b[j] = (uint8_t)(mix((uint64_t)i * 1000003u + (uint64_t)k * 7 + j / 8) >> (8 * (j % 8)));
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void trace_ack(int i)
-{
-	static int fd = -2;
-	if (fd == -2) {
-		const char *t = getenv("ALEX_TEST_RECORD");
-		fd = t ? open(t, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-	}
-	if (fd < 0)
-		return;
-	struct alex_trace_rec r = { ALEX_TRACE_MAGIC, ALEX_TR_ACK, 0, (uint64_t)i, 0, now_ns(),
-				    (uint32_t)getpid(), 0 };
-	if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
-		fd = -1;
 }
 
 /* Transaction i: row i in every database, every 7th also deletes an older
@@ -167,7 +128,7 @@ static int run(const char *dir, int ndb, int ntxn)
 	for (int i = 1; i <= ntxn; i++) {
 		if (txn(db, ndb, i))
 			return 3;
-		trace_ack(i);
+		trace_ack(0, i);
 		char line[64];
 		int n = snprintf(line, sizeof line, "0 %d %" PRIu64 "\n", i, now_ns());
 		if (write(fd, line, (size_t)n) != n)

@@ -32,24 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io_test.h" /* the trace's ACK record */
-
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int exec(sqlite3 *db, const char *sql)
-{
-	char *err = NULL;
-	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-	if (rc != SQLITE_OK)
-		fprintf(stderr, "powercut: %s: %s\n", sql, err ? err : sqlite3_errmsg(db));
-	sqlite3_free(err);
-	return rc;
-}
+#include "client.h"
 
 /* A blob of n pseudo-random bytes (incompressible: no help from LZ4). */
 static int put_blob(sqlite3 *db, int64_t id, int64_t k, size_t n, uint64_t seed)
@@ -115,30 +98,6 @@ static int txn_body(sqlite3 *db, int i)
 		rc = exec(db, sql);
 	}
 	return rc;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Tells the trace (if one is being recorded) that stream's transaction i
- * was acknowledged: cutfs then knows which commits came before a cut. */
-static void trace_ack(int stream, int i)
-{
-	static int fd = -2;
-	if (fd == -2) {
-		const char *t = getenv("ALEX_TEST_RECORD");
-		fd = t ? open(t, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-	}
-	if (fd < 0)
-		return;
-	struct alex_trace_rec r = { ALEX_TRACE_MAGIC, ALEX_TR_ACK, 0, (uint64_t)i, (uint64_t)stream,
-				    now_ns(), (uint32_t)getpid(), 0 };
-	if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
-		fd = -1;
 }
 
 /* POWERCUT_JOURNAL=wal: the same transactions in WAL mode. */
