@@ -1,0 +1,180 @@
+/* trace_read.c - the trace file reader (trace_read.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "crc32c.h"
+#include "trace_read.h"
+
+void alex_trace_reader_init(struct alex_treader *r, const void *buf, size_t len)
+{
+	memset(r, 0, sizeof *r);
+	r->buf = buf;
+	r->len = len;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* Why the chunk at pos is not one, or NULL when it checks out. */
+static const char *chunk_fault(const struct alex_treader *r, size_t pos)
+{
+	const uint8_t *h = r->buf + pos;
+	size_t room = r->len - pos;
+
+	if (room < ALEX_TRACE_HDR)
+		return "the file ends inside a chunk header";
+	if (alex_get32(h) != ALEX_TRACE_FILE_MAGIC)
+		return "no chunk starts here (bad magic)";
+	if (get16(h + 4) != ALEX_TRACE_VERSION || get16(h + 6) != ALEX_TRACE_HDR)
+		return "unknown trace format version";
+	uint32_t n = alex_get32(h + 16);
+	if (n > ALEX_TRACE_CHUNK_MAX || n % 8)
+		return "impossible chunk length";
+	if (n > room - ALEX_TRACE_HDR)
+		return "the file ends inside a chunk (truncated)";
+	uint8_t hdr[ALEX_TRACE_HDR];
+	memcpy(hdr, h, sizeof hdr);
+	alex_put32(hdr + 28, 0);
+	uint32_t crc = alex_crc32c(alex_crc32c(0, hdr, sizeof hdr), h + ALEX_TRACE_HDR, n);
+	if (crc != alex_get32(h + 28))
+		return "checksum mismatch";
+	return NULL;
+}
+
+/* Notes damage at pos and moves to the next chunk that checks out. */
+static void skip_damage(struct alex_treader *r, size_t pos, const char *why)
+{
+	size_t p = pos + 1;
+
+	if (!r->damaged++) {
+		r->first_bad = pos;
+		snprintf(r->why, sizeof r->why, "%s", why);
+	}
+	for (; p + ALEX_TRACE_HDR <= r->len; p++)
+		if (alex_get32(r->buf + p) == ALEX_TRACE_FILE_MAGIC && !chunk_fault(r, p))
+			break;
+	if (p + ALEX_TRACE_HDR > r->len)
+		p = r->len;
+	r->damaged_bytes += p - pos;
+	r->pos = p;
+	r->chunk_end = 0;
+}
+
+static int next_chunk(struct alex_treader *r)
+{
+	while (r->pos < r->len) {
+		const char *why = chunk_fault(r, r->pos);
+		if (why) {
+			skip_damage(r, r->pos, why);
+			continue;
+		}
+		const uint8_t *h = r->buf + r->pos;
+		r->pid = alex_get32(h + 8);
+		r->tid = alex_get32(h + 12);
+		r->left = alex_get32(h + 20);
+		r->dropped += alex_get32(h + 24);
+		r->chunk_end = r->pos + ALEX_TRACE_HDR + alex_get32(h + 16);
+		r->pos += ALEX_TRACE_HDR;
+		r->chunks++;
+		return 1;
+	}
+	return 0;
+}
+
+/* The event at r->pos, inside a checked chunk; NULL when it holds none. */
+static const char *event_at(struct alex_treader *r, struct alex_tevent *ev)
+{
+	const uint8_t *e = r->buf + r->pos;
+	size_t room = r->chunk_end - r->pos;
+
+	if (room < ALEX_TRACE_EVENT)
+		return "a chunk ends inside an event";
+	ev->start = alex_get64(e);
+	ev->off = alex_get64(e + 8);
+	ev->len = alex_get64(e + 16);
+	ev->res = (int64_t)alex_get64(e + 24);
+	ev->dur = alex_get32(e + 32);
+	ev->fd = (int32_t)alex_get32(e + 36);
+	ev->page = alex_get32(e + 40);
+	ev->kind = e[44];
+	ev->role = e[45];
+	ev->flags = e[46];
+	ev->lock = e[47];
+	ev->pid = r->pid;
+	ev->tid = r->tid;
+	ev->at = r->pos;
+	ev->name = NULL;
+	ev->name_len = 0;
+	if (!ev->kind || ev->kind >= ALEX_TK_COUNT || ev->role >= ALEX_TROLE_COUNT)
+		return "an event of unknown kind or role";
+	size_t used = ALEX_TRACE_EVENT;
+	if (ev->flags & ALEX_TF_NAME) {
+		if (ev->len > room - ALEX_TRACE_EVENT || ev->len > 4096)
+			return "a name longer than its chunk";
+		ev->name = (const char *)e + ALEX_TRACE_EVENT;
+		ev->name_len = (uint32_t)ev->len;
+		used += (ev->len + 7) & ~(uint64_t)7;
+		if (used > room)
+			return "a name longer than its chunk";
+	}
+	r->pos += used;
+	return NULL;
+}
+
+int alex_trace_next(struct alex_treader *r, struct alex_tevent *ev)
+{
+	for (;;) {
+		if (!r->chunk_end && !next_chunk(r))
+			return 0;
+		if (r->pos == r->chunk_end) {
+			if (r->left) {
+				skip_damage(r, r->pos, "a chunk holds fewer events than it says");
+				continue;
+			}
+			r->chunk_end = 0;
+			continue;
+		}
+		size_t at = r->pos;
+		const char *why = r->left ? event_at(r, ev) : "a chunk holds more than it says";
+		if (why) {
+			skip_damage(r, at, why);
+			continue;
+		}
+		r->left--;
+		r->events++;
+		return 1;
+	}
+}
+
+const char *alex_tkind_name(unsigned kind)
+{
+	static const char *const names[ALEX_TK_COUNT] = {
+		"?", "openat", "close", "read", "write", "pread64", "pwrite64", "readv", "writev",
+		"preadv", "pwritev", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate",
+		"fcntl", "fstat", "stat", "access", "unlink", "rename", "mmap", "fstatfs",
+		"fchmod", "fchown", "process"
+	};
+	return kind < ALEX_TK_COUNT ? names[kind] : "?";
+}
+
+const char *alex_trole_name(unsigned role)
+{
+	static const char *const names[ALEX_TROLE_COUNT] = {
+		"none", "db", "journal", "wal", "shm", "dir", "super", "log", "other"
+	};
+	return role < ALEX_TROLE_COUNT ? names[role] : "?";
+}
+
+const char *alex_tlock_name(unsigned lock)
+{
+	static const char *const names[] = {
+		"", "other", "SHARED", "RESERVED", "PENDING", "EXCLUSIVE", "ALL",
+		"WAL_WRITE", "WAL_CKPT", "WAL_RECOVER", "WAL_READ0", "WAL_READ1", "WAL_READ2",
+		"WAL_READ3", "WAL_READ4", "WAL_DMS", "WAL_RANGE", "GETLK"
+	};
+	lock &= 63;
+	return lock < sizeof names / sizeof *names ? names[lock] : "?";
+}

@@ -1,0 +1,49 @@
+/*
+ * trace_read.h - reads a trace file (trace_format.h) chunk by chunk,
+ * checking each, for `alex trace` and its fuzzer.  A damaged chunk is
+ * reported with the byte where it starts, and reading goes on at the next
+ * chunk that checks out: the report covers every valid part.
+ */
+#ifndef ALEX_TRACE_READ_H
+#define ALEX_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+struct alex_tevent {
+	uint64_t start, off, len;
+	int64_t res;
+	uint32_t dur, page;
+	int32_t fd;
+	uint8_t kind, role, flags, lock;
+	uint32_t pid, tid;
+	const char *name; /* with ALEX_TF_NAME: name_len bytes, not terminated */
+	uint32_t name_len;
+	uint64_t at;      /* the event's byte in the file */
+};
+
+struct alex_treader {
+	const uint8_t *buf;
+	size_t len, pos;     /* pos: the next event, or the next chunk */
+	size_t chunk_end;    /* 0: between chunks */
+	uint32_t pid, tid, left;
+	uint64_t chunks, events, dropped;
+	/* damage: how many places, the first one's byte and why */
+	uint64_t damaged, damaged_bytes, first_bad;
+	char why[160];
+};
+
+void alex_trace_reader_init(struct alex_treader *r, const void *buf, size_t len);
+
+/* 1: *ev holds the next event; 0: the end of the file. */
+int alex_trace_next(struct alex_treader *r, struct alex_tevent *ev);
+
+/* Names for reports: the system call ("pwrite64"), the role ("db"), the lock
+ * ("RESERVED", "WAL_READ2"); "?" for a value out of range. */
+const char *alex_tkind_name(unsigned kind);
+const char *alex_trole_name(unsigned role);
+const char *alex_tlock_name(unsigned lock);
+
+#endif
