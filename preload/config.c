@@ -231,9 +231,36 @@ static void engine_settings(struct alex_config *e)
 		e->remove_log = !x;
 }
 
+/* ALEX_MODE=trace, or ALEX_TRACE=FILE in ALEX mode: the tracing mode
+ * (trace.c).  The path is made absolute now: the program may change its
+ * directory before the first chunk is written. */
+static void trace_settings(void)
+{
+	const char *v = getenv("ALEX_TRACE");
+	unsigned long long all = 0;
+
+	alex_cfg.trace = 0;
+	alex_cfg.trace_path[0] = 0;
+	if (number("ALEX_TRACE_ALL", 0, 1, &all) || (alex_cfg.mode != ALEX_MODE_TRACE && !v) ||
+	    alex_cfg.mode == ALEX_MODE_OFF)
+		return;
+	if (!v)
+		v = "alex.trace";
+	char cwd[4096] = "";
+	if (*v != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = 0;
+	int n = snprintf(alex_cfg.trace_path, sizeof alex_cfg.trace_path, "%s%s%s", cwd,
+			 *cwd ? "/" : "", v);
+	if (!*v || n >= (int)sizeof alex_cfg.trace_path) {
+		bad("ALEX_TRACE", v, "a file path");
+		return;
+	}
+	alex_cfg.trace = all ? 2 : 1;
+}
+
 int alex_config_load(void)
 {
-	static const char *const modes[] = { "alex", "off" };
+	static const char *const modes[] = { "alex", "off", "trace" };
 	static const char *const levels[] = { "error", "warn", "info", "debug" };
 	int v = ALEX_MSG_WARN;
 
@@ -241,7 +268,7 @@ int alex_config_load(void)
 	choice("ALEX_LOG", levels, 4, &v);
 	alex_cfg.loglevel = (enum alex_msglevel)v;
 	v = 0;
-	choice("ALEX_MODE", modes, 2, &v);
+	choice("ALEX_MODE", modes, 3, &v);
 	alex_cfg.mode = (enum alex_mode)v;
 	engine_settings(&alex_cfg.engine);
 	patterns();
@@ -253,12 +280,13 @@ int alex_config_load(void)
 		else
 			strcpy(alex_cfg.stats_path, s);
 	}
+	trace_settings();
 #ifdef ALEX_TESTING
 	test_settings();
 #endif
 	/* Settings of features this build does not have: refusing is the only
 	 * honest answer (an ignored key file would mean unencrypted data). */
-	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT", "ALEX_TRACE" };
+	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT" };
 	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
 		if (getenv(unsupported[i]))
 			bad(unsupported[i], getenv(unsupported[i]), "unset: not supported by this build");

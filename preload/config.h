@@ -12,7 +12,7 @@
 #include "io_test.h"
 #endif
 
-enum alex_mode { ALEX_MODE_ON = 0, ALEX_MODE_OFF = 1 };
+enum alex_mode { ALEX_MODE_ON = 0, ALEX_MODE_OFF = 1, ALEX_MODE_TRACE = 2 };
 enum alex_msglevel { ALEX_MSG_ERROR = 0, ALEX_MSG_WARN, ALEX_MSG_INFO, ALEX_MSG_DEBUG };
 
 #define ALEX_MAX_PATTERNS 16
@@ -23,6 +23,8 @@ struct alex_pconfig {
 	char patterns[ALEX_MAX_PATTERNS][128];
 	int npatterns;
 	char stats_path[4096];
+	int trace;             /* 0 off, 1 database files, 2 every file */
+	char trace_path[4096]; /* absolute */
 	enum alex_msglevel loglevel;
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 #ifdef ALEX_TESTING

@@ -14,6 +14,7 @@
 #include "hooks.h"
 #include "real.h"
 #include "record.h"
+#include "trace.h"
 
 int alex_close_hook(int fd)
 {
@@ -31,7 +32,14 @@ int alex_close_hook(int fd)
 
 ALEX_EXPORT int close(int fd)
 {
-	return alex_close_hook(fd);
+	int tr = alex_trace_fd(fd);
+	if (!tr)
+		return alex_close_hook(fd);
+	uint64_t t0 = alex_trace_now();
+	alex_trace_closed(fd);
+	int r = alex_close_hook(fd);
+	alex_trace_io(tr, ALEX_TK_CLOSE, fd, t0, 0, 0, r, NULL, 0);
+	return r;
 }
 
 /* After newfd became a copy of oldfd in the kernel. */
@@ -39,6 +47,8 @@ void alex_dup_track(int oldfd, int newfd)
 {
 	int saved = errno;
 
+	if (alex_tracing)
+		alex_trace_dup(oldfd, newfd);
 	if (alex_vfork_child())
 		return;
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
@@ -78,9 +88,12 @@ ALEX_EXPORT int dup3(int fd, int nfd, int flags)
 static void forget_range(unsigned first, unsigned last)
 {
 	int saved = errno;
-	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++)
+	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
+		if (alex_trace_fd((int)fd))
+			alex_trace_closed((int)fd);
 		if (alex_fd_get((int)fd))
 			alex_ofd_put(alex_fd_take((int)fd));
+	}
 	errno = saved;
 }
 
@@ -88,7 +101,7 @@ ALEX_EXPORT int fclose(FILE *fp)
 {
 	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
 	int r = REAL(fclose)(fp);
-	if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
+	if (fd >= 0 && (alex_fd_get(fd) || alex_trace_fd(fd)) && !alex_vfork_child())
 		forget_range((unsigned)fd, (unsigned)fd);
 	return r;
 }

@@ -14,6 +14,7 @@
 #include "serve.h"
 #include "sqlite_locks.h"
 #include "stats.h"
+#include "trace.h"
 
 /* A byte-range lock being set (process or open-file-description kind). */
 static int sets_lock(int cmd, const struct flock *l)
@@ -80,6 +81,19 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 	return r;
 }
 
+static int traced_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
+{
+	int tr = alex_trace_fd(fd);
+	if (!tr)
+		return do_fcntl(fd, cmd, arg, real);
+	uint64_t t0 = alex_trace_now();
+	int r = do_fcntl(fd, cmd, arg, real);
+	alex_trace_fcntl(tr, fd, cmd, arg, t0, r, 0);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		alex_trace_dup(fd, r);
+	return r;
+}
+
 /* Every fcntl argument is an int or a pointer; both travel in one register
  * slot, so reading it as a pointer and passing it on is exact. */
 ALEX_EXPORT int fcntl(int fd, int cmd, ...)
@@ -88,7 +102,7 @@ ALEX_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	return do_fcntl(fd, cmd, arg, REAL(fcntl));
+	return traced_fcntl(fd, cmd, arg, REAL(fcntl));
 }
 
 ALEX_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -97,5 +111,5 @@ ALEX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	return do_fcntl(fd, cmd, arg, REAL(fcntl64));
+	return traced_fcntl(fd, cmd, arg, REAL(fcntl64));
 }

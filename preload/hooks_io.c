@@ -16,6 +16,7 @@
 #include "record.h"
 #include "serve.h"
 #include "stats.h"
+#include "trace.h"
 
 /* o, when it is a database the engine serves now (not in WAL mode) */
 static inline int served(const struct ofd *o)
@@ -54,15 +55,20 @@ static ssize_t db_pwrite(struct ofd *o, const void *buf, size_t n, int64_t off)
 	return db_pio(o, (void *)buf, n, off, o->append ? ALEX_SERVE_APPEND : ALEX_SERVE_WRITE);
 }
 
+/* the trace's flag for a call ALEX answers itself */
+#define SERVED(o) ((o) ? ALEX_TF_SERVED : 0)
+
 ALEX_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_pread(o, buf, n, off) : REAL(pread)(fd, buf, n, off);
+	return ALEX_TRACED_IO(fd, ALEX_TK_PREAD64, off, n, buf, SERVED(o),
+			      o ? db_pread(o, buf, n, off) : REAL(pread)(fd, buf, n, off));
 }
 ALEX_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_pread(o, buf, n, off) : REAL(pread64)(fd, buf, n, off);
+	return ALEX_TRACED_IO(fd, ALEX_TK_PREAD64, off, n, buf, SERVED(o),
+			      o ? db_pread(o, buf, n, off) : REAL(pread64)(fd, buf, n, off));
 }
 
 /*
@@ -97,11 +103,13 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 }
 ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	return do_pwrite(fd, buf, n, off, REAL(pwrite));
+	return ALEX_TRACED_IO(fd, ALEX_TK_PWRITE64, off, n, buf, SERVED(dbo(fd)),
+			      do_pwrite(fd, buf, n, off, REAL(pwrite)));
 }
 ALEX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 {
-	return do_pwrite(fd, buf, n, off, REAL(pwrite64));
+	return ALEX_TRACED_IO(fd, ALEX_TK_PWRITE64, off, n, buf, SERVED(dbo(fd)),
+			      do_pwrite(fd, buf, n, off, REAL(pwrite64)));
 }
 
 /* read/write at the description's offset */
@@ -113,15 +121,32 @@ static ssize_t db_rw(struct ofd *o, void *buf, size_t n, int writing)
 	return alex_serve_io(o->db, &v, 1, &o->pos, how);
 }
 
+/* where a read or write at the description's offset starts, when it is
+ * ours to know (~0: the kernel's offset, not asked for) */
+#define POS(o) ((o) ? (o)->pos : ~(uint64_t)0)
+
 ALEX_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_rw(o, buf, n, 0) : REAL(read)(fd, buf, n);
+	uint64_t at = POS(o);
+	return ALEX_TRACED_IO(fd, ALEX_TK_READ, at, n, buf, SERVED(o),
+			      o ? db_rw(o, buf, n, 0) : REAL(read)(fd, buf, n));
 }
 ALEX_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_rw(o, (void *)buf, n, 1) : REAL(write)(fd, buf, n);
+	uint64_t at = POS(o);
+	return ALEX_TRACED_IO(fd, ALEX_TK_WRITE, at, n, buf, SERVED(o),
+			      o ? db_rw(o, (void *)buf, n, 1) : REAL(write)(fd, buf, n));
+}
+
+/* The bytes an iovec array names, for the trace (0 when it is invalid). */
+static uint64_t iov_bytes(const struct iovec *iov, int cnt)
+{
+	uint64_t n = 0;
+	for (int i = 0; iov && i < cnt && i <= IOV_MAX; i++)
+		n += iov[i].iov_len;
+	return n;
 }
 
 /* Vectored I/O.  off < 0 means "at the description's offset". */
@@ -141,44 +166,55 @@ static ssize_t db_vec(struct ofd *o, const struct iovec *iov, int cnt, int64_t o
 ALEX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, -1, 0) : REAL(readv)(fd, iov, cnt);
+	uint64_t at = POS(o);
+	return ALEX_TRACED_IO(fd, ALEX_TK_READV, at, iov_bytes(iov, cnt), NULL, SERVED(o),
+			      o ? db_vec(o, iov, cnt, -1, 0) : REAL(readv)(fd, iov, cnt));
 }
 ALEX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, -1, 1) : REAL(writev)(fd, iov, cnt);
+	uint64_t at = POS(o);
+	return ALEX_TRACED_IO(fd, ALEX_TK_WRITEV, at, iov_bytes(iov, cnt), NULL, SERVED(o),
+			      o ? db_vec(o, iov, cnt, -1, 1) : REAL(writev)(fd, iov, cnt));
 }
+/* the positioned ones: off < 0 is EINVAL, but -1 for the v2 calls means
+ * "at the description's offset" */
+#define PVEC(kind, w, off, call)                                                                  \
+	ALEX_TRACED_IO(fd, kind, off, iov_bytes(iov, cnt), NULL, SERVED(o),                       \
+		       o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, w) : (call))
 ALEX_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 0) : REAL(preadv)(fd, iov, cnt, off);
+	return PVEC(ALEX_TK_PREADV, 0, off, REAL(preadv)(fd, iov, cnt, off));
 }
 ALEX_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 1) : REAL(pwritev)(fd, iov, cnt, off);
+	return PVEC(ALEX_TK_PWRITEV, 1, off, REAL(pwritev)(fd, iov, cnt, off));
 }
 ALEX_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 0) : REAL(preadv64)(fd, iov, cnt, off);
+	return PVEC(ALEX_TK_PREADV, 0, off, REAL(preadv64)(fd, iov, cnt, off));
 }
 ALEX_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off < 0 ? -2 : off, 1) : REAL(pwritev64)(fd, iov, cnt, off);
+	return PVEC(ALEX_TK_PWRITEV, 1, off, REAL(pwritev64)(fd, iov, cnt, off));
 }
 ALEX_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 0)
-		 : REAL(preadv2)(fd, iov, cnt, off, flags);
+	return ALEX_TRACED_IO(fd, ALEX_TK_PREADV, off, iov_bytes(iov, cnt), NULL, SERVED(o),
+			      o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 0)
+				: REAL(preadv2)(fd, iov, cnt, off, flags));
 }
 ALEX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 1)
-		 : REAL(pwritev2)(fd, iov, cnt, off, flags);
+	return ALEX_TRACED_IO(fd, ALEX_TK_PWRITEV, off, iov_bytes(iov, cnt), NULL, SERVED(o),
+			      o ? db_vec(o, iov, cnt, off == -1 ? -1 : off, 1)
+				: REAL(pwritev2)(fd, iov, cnt, off, flags));
 }
 
 static off64_t db_seek(struct ofd *o, off64_t off, int whence)
@@ -189,20 +225,24 @@ static off64_t db_seek(struct ofd *o, off64_t off, int whence)
 ALEX_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_seek(o, off, whence) : REAL(lseek)(fd, off, whence);
+	return ALEX_TRACED_IO(fd, ALEX_TK_LSEEK, off, whence, NULL, SERVED(o),
+			      o ? db_seek(o, off, whence) : REAL(lseek)(fd, off, whence));
 }
 ALEX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
 {
 	struct ofd *o = dbo(fd);
-	return o ? db_seek(o, off, whence) : REAL(lseek64)(fd, off, whence);
+	return ALEX_TRACED_IO(fd, ALEX_TK_LSEEK, off, whence, NULL, SERVED(o),
+			      o ? db_seek(o, off, whence) : REAL(lseek64)(fd, off, whence));
 }
 
 /* ---- syncs: the commit boundary ---------------------------------------- */
 
-static int sync_common(int fd, int (*real)(int))
+/* *sv: ALEX answered (the trace's flag) */
+static int sync_common(int fd, int (*real)(int), int *sv)
 {
 	struct ofd *o = alex_fd_get(fd);
 
+	*sv = ALEX_TF_SERVED;
 	if (served(o)) {
 		ALEX_COUNT(syncs_requested, 1);
 		return alex_serve_commit(o->db);
@@ -215,19 +255,31 @@ static int sync_common(int fd, int (*real)(int))
 		ALEX_COUNT(dir_syncs_elided, 1);
 		return 0; /* SQLite's directory sync for a journal that lives in memory */
 	}
+	*sv = 0;
 	int r = real(fd);
 	if (r == 0)
 		ALEX_REC(ALEX_TR_SYNC, o, fd, 0, 0, NULL, NULL);
 	return r;
 }
 
+static int traced_sync(int fd, int (*real)(int), enum alex_tkind kind)
+{
+	int sv, tr = alex_trace_fd(fd);
+	if (!tr)
+		return sync_common(fd, real, &sv);
+	uint64_t t0 = alex_trace_now();
+	int r = sync_common(fd, real, &sv);
+	alex_trace_io(tr, kind, fd, t0, 0, 0, r, NULL, sv);
+	return r;
+}
+
 ALEX_EXPORT int fsync(int fd)
 {
-	return sync_common(fd, REAL(fsync));
+	return traced_sync(fd, REAL(fsync), ALEX_TK_FSYNC);
 }
 ALEX_EXPORT int fdatasync(int fd)
 {
-	return sync_common(fd, REAL(fdatasync));
+	return traced_sync(fd, REAL(fdatasync), ALEX_TK_FDATASYNC);
 }
 ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
@@ -255,11 +307,13 @@ static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 }
 ALEX_EXPORT int ftruncate(int fd, off_t size)
 {
-	return do_ftruncate(fd, size, REAL(ftruncate));
+	return ALEX_TRACED_IO(fd, ALEX_TK_FTRUNCATE, size, 0, NULL, SERVED(dbo(fd)),
+			      do_ftruncate(fd, size, REAL(ftruncate)));
 }
 ALEX_EXPORT int ftruncate64(int fd, off64_t size)
 {
-	return do_ftruncate(fd, size, REAL(ftruncate64));
+	return ALEX_TRACED_IO(fd, ALEX_TK_FTRUNCATE, size, 0, NULL, SERVED(dbo(fd)),
+			      do_ftruncate(fd, size, REAL(ftruncate64)));
 }
 
 /* Returns 0 or an errno (posix_fallocate's convention). */
@@ -274,21 +328,24 @@ static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
 	return alex_serve_extend(o->db, (uint64_t)off + (uint64_t)len);
 }
 
-ALEX_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+static int do_fallocate(int fd, int mode, off64_t off, off64_t len,
+			int (*real)(int, int, off64_t, off64_t))
 {
 	struct ofd *o = dbo(fd);
 	if (!o)
-		return REAL(fallocate)(fd, mode, off, len);
+		return real(fd, mode, off, len);
 	int err = db_allocate(o, mode, off, len);
 	return err ? (errno = err, -1) : 0;
 }
+ALEX_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	return ALEX_TRACED_IO(fd, ALEX_TK_FALLOCATE, off, len, NULL, SERVED(dbo(fd)),
+			      do_fallocate(fd, mode, off, len, REAL(fallocate)));
+}
 ALEX_EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len)
 {
-	struct ofd *o = dbo(fd);
-	if (!o)
-		return REAL(fallocate64)(fd, mode, off, len);
-	int err = db_allocate(o, mode, off, len);
-	return err ? (errno = err, -1) : 0;
+	return ALEX_TRACED_IO(fd, ALEX_TK_FALLOCATE, off, len, NULL, SERVED(dbo(fd)),
+			      do_fallocate(fd, mode, off, len, REAL(fallocate64)));
 }
 ALEX_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 {
@@ -303,7 +360,7 @@ ALEX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 
 /* ---- mmap: the base file is not the database, so no mapping of it --------- */
 
-ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
 		/* SQLite then falls back to read() for good (unixRemapfile) */
@@ -312,6 +369,18 @@ ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 		return MAP_FAILED;
 	}
 	return REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (__builtin_expect(!alex_tracing, 1) || (flags & MAP_ANONYMOUS))
+		return do_mmap(addr, len, prot, flags, fd, off);
+	int tr = alex_trace_fd(fd), sv = SERVED(dbo(fd));
+	uint64_t t0 = alex_trace_now();
+	void *p = do_mmap(addr, len, prot, flags, fd, off);
+	if (tr)
+		alex_trace_io(tr, ALEX_TK_MMAP, fd, t0, (uint64_t)off, len,
+			      p == MAP_FAILED ? -1 : 0, NULL, sv);
+	return p;
 }
 ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {

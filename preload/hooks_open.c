@@ -30,6 +30,7 @@
 #include "record.h"
 #include "serve.h"
 #include "stats.h"
+#include "trace.h"
 
 enum open_kind { K_OPEN, K_OPEN64, K_OPEN_2, K_OPEN64_2, K_OPENAT, K_OPENAT64, K_OPENAT_2,
 		 K_OPENAT64_2, K_CREAT, K_CREAT64 };
@@ -182,7 +183,7 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 	return fd;
 }
 
-static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
+static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
 {
 	char dbpath[PATH_MAX];
 	enum alex_role role = ROLE_NONE;
@@ -216,6 +217,18 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 		fd = open_db(k, dirfd, path, flags, mode);
 	if (fd >= 0)
 		errno = saved;
+	return fd;
+}
+
+static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (__builtin_expect(!alex_tracing, 1))
+		return open_inner(k, dirfd, path, flags, mode);
+	uint64_t t0 = alex_trace_now();
+	int fd = open_inner(k, dirfd, path, flags, mode);
+	struct ofd *o = fd >= 0 ? alex_fd_get(fd) : NULL;
+	/* an in-memory journal is a memfd: no file was opened */
+	alex_trace_opened(fd, path, t0, o && o->role == ROLE_JOURNAL ? ALEX_TF_SERVED : 0);
 	return fd;
 }
 

@@ -17,6 +17,7 @@
 #include "real.h"
 #include "record.h"
 #include "serve.h"
+#include "trace.h"
 
 /* SQLite deleting its journal (DELETE mode): the transaction is
  * committed, in SQLite's protocol and so in the log. */
@@ -71,7 +72,7 @@ static int before_super_unlink(const char *path)
 	return -1;
 }
 
-ALEX_EXPORT int unlink(const char *path)
+static int unlink_inner(const char *path)
 {
 	struct pdb *db = alex_journal_find(AT_FDCWD, path);
 	if (db)
@@ -86,7 +87,7 @@ ALEX_EXPORT int unlink(const char *path)
 	return r;
 }
 
-ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+static int unlinkat_inner(int dirfd, const char *path, int flags)
 {
 	struct pdb *db = alex_journal_find(dirfd, path);
 	if (db)
@@ -138,7 +139,7 @@ ALEX_EXPORT int renameat2(int od, const char *from, int nd, const char *to, unsi
 	return r;
 }
 
-ALEX_EXPORT int access(const char *path, int mode)
+static int access_inner(const char *path, int mode)
 {
 	struct pdb *db = alex_journal_find(AT_FDCWD, path);
 	if (db) {
@@ -148,7 +149,7 @@ ALEX_EXPORT int access(const char *path, int mode)
 	return REAL(access)(path, mode);
 }
 
-ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+static int faccessat_inner(int dirfd, const char *path, int mode, int flags)
 {
 	struct pdb *db = alex_journal_find(dirfd, path);
 	if (db) {
@@ -197,4 +198,35 @@ ALEX_EXPORT int truncate(const char *path, off_t size)
 ALEX_EXPORT int truncate64(const char *path, off64_t size)
 {
 	return do_truncate(path, size, pass_truncate64);
+}
+
+/* ---- traced ------------------------------------------------------------------- */
+
+/* The trace's flag: a journal that lives in memory answers by name. */
+static int in_memory(int dirfd, const char *path)
+{
+	struct pdb *db = alex_journal_find(dirfd, path);
+	alex_pdb_put(db);
+	return db ? ALEX_TF_SERVED : 0;
+}
+
+ALEX_EXPORT int unlink(const char *path)
+{
+	return ALEX_TRACED_PATH(path, ALEX_TK_UNLINK, in_memory(AT_FDCWD, path),
+				unlink_inner(path));
+}
+ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	return ALEX_TRACED_PATH(path, ALEX_TK_UNLINK, in_memory(dirfd, path),
+				unlinkat_inner(dirfd, path, flags));
+}
+ALEX_EXPORT int access(const char *path, int mode)
+{
+	return ALEX_TRACED_PATH(path, ALEX_TK_ACCESS, in_memory(AT_FDCWD, path),
+				access_inner(path, mode));
+}
+ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	return ALEX_TRACED_PATH(path, ALEX_TK_ACCESS, in_memory(dirfd, path),
+				faccessat_inner(dirfd, path, mode, flags));
 }

@@ -17,6 +17,7 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "trace.h"
 
 static void set_size(struct stat64 *st, struct pdb *db)
 {
@@ -67,33 +68,46 @@ static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
 	return rc;
 }
 
+/* fstatat(fd, "", st, AT_EMPTY_PATH): a call on fd itself */
+static int empty_path(const char *path, int flags)
+{
+	return path && !*path && (flags & AT_EMPTY_PATH);
+}
+
+/* the traced forms: by name, or on dirfd itself (AT_EMPTY_PATH) */
+#define STAT_CALL(call) ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call)
+#define STATAT_CALL(call)                                                                         \
+	(empty_path(path, flags)                                                                   \
+		 ? ALEX_TRACED_IO(dirfd, ALEX_TK_FSTAT, 0, 0, NULL, 0, call)                      \
+		 : ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call))
+
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout expected");
 #define S64(p) ((struct stat64 *)(void *)(p))
 
 ALEX_EXPORT int fstat(int fd, struct stat *st)
 {
-	int r = REAL(fstat)(fd, st);
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(fstat)(fd, st));
 	if (r == 0)
 		fix_fd(fd, S64(st));
 	return r;
 }
 ALEX_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	int r = REAL(fstat64)(fd, st);
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(fstat64)(fd, st));
 	if (r == 0)
 		fix_fd(fd, st);
 	return r;
 }
 ALEX_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
-	int r = REAL(__fxstat)(ver, fd, st);
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(__fxstat)(ver, fd, st));
 	if (r == 0)
 		fix_fd(fd, S64(st));
 	return r;
 }
 ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
-	int r = REAL(__fxstat64)(ver, fd, st);
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(__fxstat64)(ver, fd, st));
 	if (r == 0)
 		fix_fd(fd, st);
 	return r;
@@ -101,35 +115,35 @@ ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 
 ALEX_EXPORT int stat(const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(stat)(path, st), S64(st));
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(stat)(path, st)), S64(st));
 }
 ALEX_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(stat64)(path, st), st);
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(stat64)(path, st)), st);
 }
 ALEX_EXPORT int lstat(const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(lstat)(path, st), S64(st));
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(lstat)(path, st)), S64(st));
 }
 ALEX_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(lstat64)(path, st), st);
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(lstat64)(path, st)), st);
 }
 ALEX_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(__xstat)(ver, path, st), S64(st));
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__xstat)(ver, path, st)), S64(st));
 }
 ALEX_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(__xstat64)(ver, path, st), st);
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__xstat64)(ver, path, st)), st);
 }
 ALEX_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(__lxstat)(ver, path, st), S64(st));
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__lxstat)(ver, path, st)), S64(st));
 }
 ALEX_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, REAL(__lxstat64)(ver, path, st), st);
+	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__lxstat64)(ver, path, st)), st);
 }
 
 static int fix_at(int dirfd, const char *path, int flags, int rc, struct stat64 *st)
@@ -144,19 +158,19 @@ static int fix_at(int dirfd, const char *path, int flags, int rc, struct stat64 
 
 ALEX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	return fix_at(dirfd, path, flags, REAL(fstatat)(dirfd, path, st, flags), S64(st));
+	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(fstatat)(dirfd, path, st, flags)), S64(st));
 }
 ALEX_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	return fix_at(dirfd, path, flags, REAL(fstatat64)(dirfd, path, st, flags), st);
+	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(fstatat64)(dirfd, path, st, flags)), st);
 }
 ALEX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-	return fix_at(dirfd, path, flags, REAL(__fxstatat)(ver, dirfd, path, st, flags), S64(st));
+	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(__fxstatat)(ver, dirfd, path, st, flags)), S64(st));
 }
 ALEX_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	return fix_at(dirfd, path, flags, REAL(__fxstatat64)(ver, dirfd, path, st, flags), st);
+	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(__fxstatat64)(ver, dirfd, path, st, flags)), st);
 }
 
 ALEX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,

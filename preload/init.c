@@ -17,6 +17,7 @@
 #include "real.h"
 #include "serve.h"
 #include "stats.h"
+#include "trace.h"
 
 static int ready;
 static pid_t owner; /* the process whose tables these are */
@@ -40,6 +41,7 @@ __attribute__((constructor)) static void alex_init(void)
 	alex_config_load();
 	if (alex_fd_init())
 		alex_cfg.mode = ALEX_MODE_OFF;
+	alex_trace_init();
 	/* a fork()ed child owns its copies (child handlers run in this order) */
 	pthread_atfork(NULL, NULL, alex_owner_reset);
 	pthread_atfork(NULL, NULL, alex_dirsync_forked);
@@ -64,6 +66,7 @@ __attribute__((destructor)) static void alex_fini(void)
 		alex_pdb_scan(sum_live, &live);
 		alex_stats_write(&live);
 	}
+	alex_trace_exit();
 	errno = saved;
 }
 

@@ -14,6 +14,7 @@
 #include "dirsync.h"
 #include "hooks.h"
 #include "journal.h"
+#include "trace.h"
 #include "match.h"
 #include "pdb.h"
 #include "real.h"
@@ -43,12 +44,21 @@ int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 	pthread_mutex_lock(&db->mu);
 	int made = db->jmem < 0, err = ensure(db, jpath, flags);
 	if (!err) {
-		*fd = REAL(fcntl)(db->jmem, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		int cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
+		uint64_t t0 = ALEX_TRACE_T0();
+		*fd = REAL(fcntl)(db->jmem, cmd, 0);
+		alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FCNTL, db->jmem, t0, (uint64_t)cmd, *fd,
+			       NULL);
 		if (*fd < 0) {
 			err = errno;
-		} else if ((flags & O_TRUNC) && REAL(ftruncate)(db->jmem, 0) != 0) {
-			err = errno;
-			REAL(close)(*fd);
+		} else if (flags & O_TRUNC) {
+			t0 = ALEX_TRACE_T0();
+			int r = REAL(ftruncate)(db->jmem, 0);
+			alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FTRUNCATE, db->jmem, t0, 0, r, NULL);
+			if (r != 0) {
+				err = errno;
+				REAL(close)(*fd);
+			}
 		}
 		if (err && made && db->jmem >= 0) { /* as if this open never happened */
 			REAL(close)(db->jmem);

@@ -18,6 +18,7 @@
 #include "multidb.h"
 #include "real.h"
 #include "serve.h"
+#include "trace.h"
 #include "sqlite_locks.h"
 #include "stats.h"
 
@@ -94,6 +95,7 @@ int alex_serve_open(struct pdb *db)
 #else
 	const struct alex_io *io = NULL;
 #endif
+	io = alex_trace_wrap_io(io);
 	int rc = alex_open(db->path, &alex_cfg.engine, io, &db->eng);
 
 	if (rc) {
@@ -115,7 +117,10 @@ static int exclusive_hold(const char *path)
 
 	if (fd < 0)
 		return -1;
-	if (REAL(fcntl)(fd, F_SETLK, &l) != 0) {
+	uint64_t t0 = ALEX_TRACE_T0();
+	int r = REAL(fcntl)(fd, F_SETLK, &l);
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
+	if (r != 0) {
 		REAL(close)(fd);
 		return -1;
 	}

@@ -1,0 +1,43 @@
+/*
+ * hooks_exec.c - the exec family: a new program image drops this one's
+ * memory, so the trace's buffers are written out first (the new image
+ * traces on into the same file).  A vfork()ed child shares its parent's
+ * buffers: the parent writes them.  execl, execle and execlp build their
+ * argument vector and call execve inside glibc, where no wrapper sees it:
+ * their last events stay in the buffer the new image drops.
+ */
+#include "hooks.h"
+#include "real.h"
+#include "trace.h"
+
+static void before_exec(void)
+{
+	if (alex_tracing && !alex_vfork_child())
+		alex_trace_flush_all();
+}
+
+ALEX_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(execve)(path, argv, envp);
+}
+ALEX_EXPORT int execv(const char *path, char *const argv[])
+{
+	before_exec();
+	return REAL(execv)(path, argv);
+}
+ALEX_EXPORT int execvp(const char *file, char *const argv[])
+{
+	before_exec();
+	return REAL(execvp)(file, argv);
+}
+ALEX_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(execvpe)(file, argv, envp);
+}
+ALEX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(fexecve)(fd, argv, envp);
+}
