@@ -44,7 +44,8 @@ $(B)/test-bench: tests/bench/test_bench.c $(BENCH_OBJ) | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools/bench $< $(BENCH_OBJ) -o $@ -lcriterion -lsqlite3 -lm
 
 # the alex tool: its subcommands in files of their own
-ALEX_TOOL_SRC = tools/alex.c $(wildcard tools/inspect*.c) $(wildcard tools/doctor/*.c)
+ALEX_TOOL_SRC = tools/alex.c $(wildcard tools/inspect*.c) $(wildcard tools/doctor/*.c) \
+	$(wildcard tools/trace/*.c)
 $(B)/alex: $(ALEX_TOOL_SRC) $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools $(ALEX_TOOL_SRC) -o $@ $(B)/libalex_core.a $(LZ4) -lelf
 

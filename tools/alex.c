@@ -25,6 +25,7 @@
 #include "alex.h"
 #include "doctor/doctor.h"
 #include "inspect.h"
+#include "trace/trace.h"
 #include "sqlite_locks.h"
 
 static int usage(FILE *f)
@@ -33,6 +34,7 @@ static int usage(FILE *f)
 		   "       alex stat|verify|recover FILE\n"
 		   "       alex inspect [--json] FILE\n"
 		   "       alex doctor [--json] PROGRAM [ARGS...]\n"
+		   "       alex trace [--json|--csv|--perfetto|--plot PNG] TRACE\n"
 		   "       alex --help | --version\n");
 	return f == stdout ? 0 : 2;
 }
@@ -226,6 +228,9 @@ int main(int argc, char **argv)
 	/* reads a program with libelf, never runs it (tools/doctor/) */
 	if (argc >= 2 && strcmp(argv[1], "doctor") == 0)
 		return alex_doctor_main(argc - 1, argv + 1);
+	/* the report of a trace that ALEX_MODE=trace wrote (tools/trace/) */
+	if (argc >= 2 && strcmp(argv[1], "trace") == 0)
+		return alex_trace_main(argc - 1, argv + 1);
 	const char *keep_env = getenv("ALEX_KEEP_LOG");
 	int keep = keep_env && strcmp(keep_env, "1") == 0;
 	if (argc == 4 && strcmp(argv[1], "checkpoint") == 0 && strcmp(argv[2], "--keep-log") == 0) {

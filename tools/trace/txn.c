@@ -1,0 +1,162 @@
+/*
+ * txn.c - SQLite transactions, from the lock calls (trace.h).
+ *
+ * Rollback mode: a transaction holds SHARED on the database from its
+ * first read to the unlock of every lock byte; RESERVED (then PENDING,
+ * EXCLUSIVE) makes it a write.  WAL mode keeps SHARED for the connection's
+ * life; a transaction there holds a read mark in -shm (WAL_READ0..4) and a
+ * write takes WAL_WRITE.  Once a database's process shows -shm locks, its
+ * transactions are counted by them.  Calls of the process on the
+ * database's files (and its directory, and ALEX's log) between the two
+ * belong to the transaction.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+struct state {
+	uint32_t pid, db;
+	uint32_t txn; /* open, or TR_NONE */
+	int wal;      /* -shm locks seen: WAL mode */
+};
+
+struct walk {
+	struct tr_model *m;
+	struct state *st;
+	size_t nst, cap_st, cap_txn;
+};
+
+static struct state *state_of(struct walk *w, uint32_t pid, uint32_t db)
+{
+	for (size_t i = 0; i < w->nst; i++)
+		if (w->st[i].pid == pid && w->st[i].db == db)
+			return &w->st[i];
+	if (w->nst == w->cap_st) {
+		w->cap_st = w->cap_st ? 2 * w->cap_st : 16;
+		w->st = realloc(w->st, w->cap_st * sizeof *w->st);
+		if (!w->st)
+			abort();
+	}
+	struct state *s = &w->st[w->nst++];
+	s->pid = pid;
+	s->db = db;
+	s->txn = TR_NONE;
+	s->wal = 0;
+	return s;
+}
+
+static void begin(struct walk *w, struct state *s, const struct tr_ev *v, size_t i)
+{
+	struct tr_model *m = w->m;
+	if (m->ntxns == w->cap_txn) {
+		w->cap_txn = w->cap_txn ? 2 * w->cap_txn : 64;
+		m->txns = realloc(m->txns, w->cap_txn * sizeof *m->txns);
+		if (!m->txns)
+			abort();
+	}
+	struct tr_txn *t = &m->txns[m->ntxns];
+	memset(t, 0, sizeof *t);
+	t->pid = v->e.pid;
+	t->tid = v->e.tid;
+	t->db = s->db;
+	t->start = v->e.start;
+	t->first = t->last = (uint32_t)i;
+	s->txn = (uint32_t)m->ntxns++;
+}
+
+static void end(struct walk *w, struct state *s, const struct tr_ev *v)
+{
+	struct tr_txn *t = &w->m->txns[s->txn];
+	t->end = v->e.start + v->e.dur;
+	s->txn = TR_NONE;
+}
+
+/* A lock call that succeeded: does it open, widen or close a transaction? */
+static void on_lock(struct walk *w, struct state *s, const struct tr_ev *v, size_t i)
+{
+	unsigned name = v->e.lock & 63, type = v->e.lock >> 6;
+	int shm = v->e.role == ALEX_TROLE_SHM;
+
+	if (shm && !s->wal && name >= ALEX_TL_WAL_WRITE && name < ALEX_TL_WAL_DMS)
+		s->wal = 1; /* an open rollback-style transaction goes on as WAL's */
+	if (shm != s->wal)
+		return;
+	int reader = shm ? name >= ALEX_TL_WAL_READ0 && name < ALEX_TL_WAL_DMS
+			 : name == ALEX_TL_SHARED;
+	int writer = shm ? name == ALEX_TL_WAL_WRITE
+			 : name == ALEX_TL_RESERVED || name == ALEX_TL_PENDING ||
+				   name == ALEX_TL_EXCLUSIVE;
+	int closes = type == ALEX_TLT_UN && (shm ? reader : name == ALEX_TL_DB_ALL);
+
+	if (type != ALEX_TLT_UN && (reader || writer) && s->txn == TR_NONE)
+		begin(w, s, v, i);
+	if (s->txn == TR_NONE)
+		return;
+	if (type == ALEX_TLT_WR && writer)
+		w->m->txns[s->txn].write = 1;
+	w->m->txns[s->txn].wal = s->wal;
+	if (closes)
+		end(w, s, v);
+}
+
+/* The open transaction of pid, on any database (a directory sync). */
+static uint32_t any_open(struct walk *w, uint32_t pid)
+{
+	for (size_t i = 0; i < w->nst; i++)
+		if (w->st[i].pid == pid && w->st[i].txn != TR_NONE)
+			return w->st[i].txn;
+	return TR_NONE;
+}
+
+static void count(struct tr_model *m, struct tr_ev *v, uint32_t id, size_t i)
+{
+	struct tr_txn *t = &m->txns[id];
+
+	v->txn = id;
+	t->last = (uint32_t)i;
+	t->nev++;
+	if (tr_is_sync(v->e.kind)) {
+		if (!(v->e.flags & ALEX_TF_ALEX))
+			t->syncs_asked++;
+		if (tr_kernel(v))
+			t->syncs_kernel++;
+	}
+	if (tr_is_write(v->e.kind) && !(v->e.flags & ALEX_TF_ALEX)) {
+		t->bytes_written += tr_bytes(v);
+		if (v->e.role == ALEX_TROLE_DB && v->e.page)
+			t->pages_written++;
+	}
+}
+
+void tr_txns(struct tr_model *m)
+{
+	struct walk w = { .m = m };
+
+	for (size_t i = 0; i < m->nev; i++) {
+		struct tr_ev *v = &m->ev[i];
+		uint32_t db = v->file == TR_NONE ? TR_NONE : m->files[v->file].db;
+		uint32_t id = TR_NONE;
+
+		if (db != TR_NONE) {
+			struct state *s = state_of(&w, v->e.pid, db);
+			if (v->e.kind == ALEX_TK_FCNTL && v->e.res == 0 && v->e.lock &&
+			    !(v->e.flags & ALEX_TF_ALEX)) {
+				uint32_t before = s->txn;
+				on_lock(&w, s, v, i);
+				id = s->txn != TR_NONE ? s->txn : before;
+			} else {
+				id = s->txn;
+			}
+		} else if (v->e.role == ALEX_TROLE_DIR) {
+			id = any_open(&w, v->e.pid);
+		}
+		if (id != TR_NONE)
+			count(m, v, id, i);
+	}
+	/* a transaction still open at the end of the trace ends there */
+	for (size_t i = 0; i < w.nst; i++)
+		if (w.st[i].txn != TR_NONE)
+			m->txns[w.st[i].txn].end = m->t1;
+	free(w.st);
+}
