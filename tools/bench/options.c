@@ -26,6 +26,10 @@ static const struct bench_mode builtin[] = {
 	/* the log kept at the last close: differs from alex only when processes
 	 * come and go, so "all" has it only with the short workload */
 	{ "alex-keep", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEEP_LOG=1" },
+	/* the tracing mode's cost: naive and alex again, traced (into
+	 * bench.trace in the run's directory); only when named */
+	{ "naive-trace", "delete", "full", "", "ALEX_MODE=trace;ALEX_TRACE=bench.trace" },
+	{ "alex-trace", "delete", "full", "", "ALEX_SYNC=full;ALEX_TRACE=bench.trace" },
 };
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -65,6 +69,7 @@ static void usage(FILE *f)
 		   "                  [--procs N] [--large-mb MB] [--probe-syncs N] [--probe-mb MB]\n"
 		   "                  [--no-probe] [--no-plots] [--lib PATH] [--seed S] [--strace]\n"
 		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal alex-keep all,\n"
+		   "       naive-trace alex-trace (traced into bench.trace; not in all),\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
 
@@ -129,7 +134,8 @@ static int parse_modes(struct bench_opts *o)
 		const struct bench_mode *b = find_builtin(t);
 		if (strcmp(t, "all") == 0) {
 			for (size_t i = 0; i < NBUILTIN && o->nm < BENCH_MAXMODES; i++)
-				if (o->with_short || strcmp(builtin[i].name, "alex-keep"))
+				if ((o->with_short || strcmp(builtin[i].name, "alex-keep")) &&
+				    !strstr(builtin[i].name, "-trace"))
 					o->modes[o->nm++] = builtin[i];
 		} else if (b) {
 			o->modes[o->nm++] = *b;

@@ -41,6 +41,7 @@ struct job {
 	char settings[512]; /* the mode's ALEX_* settings, cut at each ';' */
 	char *set[MAXSETTINGS];
 	int nset;
+	char trace[PATH_MAX + 16]; /* ALEX_TRACE made a file in the run's directory */
 };
 
 static int find_self(const struct bench_opts *o)
@@ -101,8 +102,13 @@ static int job_init(struct job *j, const struct bench_opts *o, const char *w,
 	snprintf(j->settings, sizeof j->settings, "%s", m->alex ? m->alex : "");
 	j->nset = 0;
 	for (char *kv = strtok_r(j->settings, ";", &save); kv && j->nset < MAXSETTINGS;
-	     kv = strtok_r(NULL, ";", &save))
+	     kv = strtok_r(NULL, ";", &save)) {
+		if (strncmp(kv, "ALEX_TRACE=", 11) == 0 && kv[11] != '/') {
+			snprintf(j->trace, sizeof j->trace, "ALEX_TRACE=%s/%s", j->dir, kv + 11);
+			kv = j->trace;
+		}
 		j->set[j->nset++] = kv;
+	}
 	return 0;
 }
 
