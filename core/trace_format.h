@@ -7,12 +7,15 @@
  * different processes never interleave.  A chunk is
  *
  *   header (32 bytes, little-endian)
- *     0  u32 magic "ATRC"     4  u16 version (1)    6  u16 header size (32)
+ *     0  u32 magic "ATRC"     4  u16 version (1)    6  u8 header size (32)
+ *     7  u8 flags: ALEX_TRACE_LZ4 when the payload is one LZ4 block
+ *            (what follows is then its decompressed form, at most
+ *            ALEX_TRACE_RAW_MAX bytes)
  *     8  u32 pid             12  u32 tid
- *    16  u32 payload bytes   20  u32 events in it
+ *    16  u32 payload bytes as stored    20  u32 events in it
  *    24  u32 events dropped before this chunk (a signal handler's call
  *            while the thread was recording, or a full buffer)
- *    28  u32 CRC-32C of the header (this field as 0) and the payload
+ *    28  u32 CRC-32C of the header (this field as 0) and the stored payload
  *   payload: events of 48 bytes, in the order the thread finished them;
  *     an event with ALEX_TF_NAME carries a name after it (len bytes, then
  *     zeros to a multiple of 8).
@@ -39,6 +42,9 @@
 #define ALEX_TRACE_EVENT 48
 /* the largest chunk a writer makes; a reader refuses a larger one */
 #define ALEX_TRACE_CHUNK_MAX (1u << 20)
+/* the largest payload, decompressed */
+#define ALEX_TRACE_RAW_MAX (1u << 20)
+#define ALEX_TRACE_LZ4 1
 
 /* The call, named as the kernel (and strace) names the system call it makes. */
 enum alex_tkind {
@@ -47,6 +53,7 @@ enum alex_tkind {
 	ALEX_TK_LSEEK, ALEX_TK_FSYNC, ALEX_TK_FDATASYNC, ALEX_TK_FTRUNCATE, ALEX_TK_FALLOCATE,
 	ALEX_TK_FCNTL, ALEX_TK_FSTAT, ALEX_TK_STAT, ALEX_TK_ACCESS, ALEX_TK_UNLINK,
 	ALEX_TK_RENAME, ALEX_TK_MMAP, ALEX_TK_FSTATFS, ALEX_TK_FCHMOD, ALEX_TK_FCHOWN,
+	ALEX_TK_UNLINKAT, ALEX_TK_FACCESSAT,
 	/* not a call: the process started (name: its program; offset: the
 	 * CLOCK_REALTIME ns at the same instant as start; result: parent pid;
 	 * lock: 1 when the process runs ALEX, 0 when it only traces) */

@@ -1,5 +1,7 @@
 /* trace_read.c - the trace file reader (trace_read.h). */
+#include <lz4.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
@@ -11,6 +13,12 @@ void alex_trace_reader_init(struct alex_treader *r, const void *buf, size_t len)
 	memset(r, 0, sizeof *r);
 	r->buf = buf;
 	r->len = len;
+}
+
+void alex_trace_reader_free(struct alex_treader *r)
+{
+	free(r->raw);
+	r->raw = NULL;
 }
 
 static uint16_t get16(const uint8_t *p)
@@ -28,10 +36,10 @@ static const char *chunk_fault(const struct alex_treader *r, size_t pos)
 		return "the file ends inside a chunk header";
 	if (alex_get32(h) != ALEX_TRACE_FILE_MAGIC)
 		return "no chunk starts here (bad magic)";
-	if (get16(h + 4) != ALEX_TRACE_VERSION || get16(h + 6) != ALEX_TRACE_HDR)
+	if (get16(h + 4) != ALEX_TRACE_VERSION || h[6] != ALEX_TRACE_HDR || (h[7] & ~ALEX_TRACE_LZ4))
 		return "unknown trace format version";
 	uint32_t n = alex_get32(h + 16);
-	if (n > ALEX_TRACE_CHUNK_MAX || n % 8)
+	if (n > ALEX_TRACE_CHUNK_MAX || (!(h[7] & ALEX_TRACE_LZ4) && n % 8))
 		return "impossible chunk length";
 	if (n > room - ALEX_TRACE_HDR)
 		return "the file ends inside a chunk (truncated)";
@@ -60,35 +68,55 @@ static void skip_damage(struct alex_treader *r, size_t pos, const char *why)
 		p = r->len;
 	r->damaged_bytes += p - pos;
 	r->pos = p;
-	r->chunk_end = 0;
+	r->ev = r->end = 0;
+}
+
+/* The chunk at r->pos, checked: its payload in place, or decompressed. */
+static const char *open_chunk(struct alex_treader *r)
+{
+	const uint8_t *h = r->buf + r->pos;
+	uint32_t n = alex_get32(h + 16);
+
+	r->pay = h + ALEX_TRACE_HDR;
+	r->end = n;
+	if (h[7] & ALEX_TRACE_LZ4) {
+		if (!r->raw && !(r->raw = malloc(ALEX_TRACE_RAW_MAX)))
+			return "out of memory";
+		int got = LZ4_decompress_safe((const char *)r->pay, (char *)r->raw, (int)n,
+					      ALEX_TRACE_RAW_MAX);
+		if (got < 0 || got % 8)
+			return "a compressed chunk that does not decompress";
+		r->pay = r->raw;
+		r->end = (size_t)got;
+	}
+	r->pid = alex_get32(h + 8);
+	r->tid = alex_get32(h + 12);
+	r->left = alex_get32(h + 20);
+	r->dropped += alex_get32(h + 24);
+	r->pay_at = r->pos + ALEX_TRACE_HDR;
+	r->pos += ALEX_TRACE_HDR + n;
+	r->ev = 0;
+	r->chunks++;
+	return NULL;
 }
 
 static int next_chunk(struct alex_treader *r)
 {
 	while (r->pos < r->len) {
-		const char *why = chunk_fault(r, r->pos);
-		if (why) {
-			skip_damage(r, r->pos, why);
-			continue;
-		}
-		const uint8_t *h = r->buf + r->pos;
-		r->pid = alex_get32(h + 8);
-		r->tid = alex_get32(h + 12);
-		r->left = alex_get32(h + 20);
-		r->dropped += alex_get32(h + 24);
-		r->chunk_end = r->pos + ALEX_TRACE_HDR + alex_get32(h + 16);
-		r->pos += ALEX_TRACE_HDR;
-		r->chunks++;
-		return 1;
+		size_t at = r->pos;
+		const char *why = chunk_fault(r, at);
+		if (!why && !(why = open_chunk(r)))
+			return 1;
+		skip_damage(r, at, why);
 	}
 	return 0;
 }
 
-/* The event at r->pos, inside a checked chunk; NULL when it holds none. */
+/* The event at r->ev in the chunk's payload; NULL when it holds one. */
 static const char *event_at(struct alex_treader *r, struct alex_tevent *ev)
 {
-	const uint8_t *e = r->buf + r->pos;
-	size_t room = r->chunk_end - r->pos;
+	const uint8_t *e = r->pay + r->ev;
+	size_t room = r->end - r->ev;
 
 	if (room < ALEX_TRACE_EVENT)
 		return "a chunk ends inside an event";
@@ -105,7 +133,7 @@ static const char *event_at(struct alex_treader *r, struct alex_tevent *ev)
 	ev->lock = e[47];
 	ev->pid = r->pid;
 	ev->tid = r->tid;
-	ev->at = r->pos;
+	ev->at = r->pay_at + r->ev;
 	ev->name = NULL;
 	ev->name_len = 0;
 	if (!ev->kind || ev->kind >= ALEX_TK_COUNT || ev->role >= ALEX_TROLE_COUNT)
@@ -120,26 +148,30 @@ static const char *event_at(struct alex_treader *r, struct alex_tevent *ev)
 		if (used > room)
 			return "a name longer than its chunk";
 	}
-	r->pos += used;
+	r->ev += used;
 	return NULL;
 }
 
 int alex_trace_next(struct alex_treader *r, struct alex_tevent *ev)
 {
 	for (;;) {
-		if (!r->chunk_end && !next_chunk(r))
-			return 0;
-		if (r->pos == r->chunk_end) {
+		if (r->ev == r->end) {
+			/* the chunk just read said how many events it holds */
 			if (r->left) {
-				skip_damage(r, r->pos, "a chunk holds fewer events than it says");
-				continue;
+				size_t at = r->pay_at - ALEX_TRACE_HDR;
+				r->left = 0;
+				r->pos = at;
+				skip_damage(r, at, "a chunk holds fewer events than it says");
 			}
-			r->chunk_end = 0;
+			if (!next_chunk(r))
+				return 0;
 			continue;
 		}
-		size_t at = r->pos;
 		const char *why = r->left ? event_at(r, ev) : "a chunk holds more than it says";
 		if (why) {
+			size_t at = r->pay_at - ALEX_TRACE_HDR;
+			r->left = 0;
+			r->pos = at;
 			skip_damage(r, at, why);
 			continue;
 		}
@@ -155,7 +187,7 @@ const char *alex_tkind_name(unsigned kind)
 		"?", "openat", "close", "read", "write", "pread64", "pwrite64", "readv", "writev",
 		"preadv", "pwritev", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate",
 		"fcntl", "fstat", "stat", "access", "unlink", "rename", "mmap", "fstatfs",
-		"fchmod", "fchown", "process"
+		"fchmod", "fchown", "unlinkat", "faccessat", "process"
 	};
 	return kind < ALEX_TK_COUNT ? names[kind] : "?";
 }

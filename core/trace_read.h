@@ -21,13 +21,21 @@ struct alex_tevent {
 	uint32_t pid, tid;
 	const char *name; /* with ALEX_TF_NAME: name_len bytes, not terminated */
 	uint32_t name_len;
-	uint64_t at;      /* the event's byte in the file */
+	uint64_t at;      /* the event's byte in the file (in a compressed chunk:
+			     the chunk's payload's byte plus the event's place
+			     in the decompressed payload) */
 };
 
 struct alex_treader {
 	const uint8_t *buf;
-	size_t len, pos;     /* pos: the next event, or the next chunk */
-	size_t chunk_end;    /* 0: between chunks */
+	size_t len, pos;     /* pos: the next chunk */
+	/* the chunk being read: its payload (in buf, or decompressed into
+	 * raw), the next event in it and its end; ev == end between chunks */
+	const uint8_t *pay;
+	size_t ev, end;
+	uint64_t pay_at;     /* the payload's byte in the file */
+	uint8_t *raw;        /* ALEX_TRACE_RAW_MAX bytes, made at the first
+				compressed chunk */
 	uint32_t pid, tid, left;
 	uint64_t chunks, events, dropped;
 	/* damage: how many places, the first one's byte and why */
@@ -36,8 +44,10 @@ struct alex_treader {
 };
 
 void alex_trace_reader_init(struct alex_treader *r, const void *buf, size_t len);
+void alex_trace_reader_free(struct alex_treader *r);
 
-/* 1: *ev holds the next event; 0: the end of the file. */
+/* 1: *ev holds the next event (its name valid until the next call); 0: the
+ * end of the file. */
 int alex_trace_next(struct alex_treader *r, struct alex_tevent *ev);
 
 /* Names for reports: the system call ("pwrite64"), the role ("db"), the lock

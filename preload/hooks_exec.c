@@ -4,7 +4,9 @@
  * traces on into the same file).  A vfork()ed child shares its parent's
  * buffers: the parent writes them.  execl, execle and execlp build their
  * argument vector and call execve inside glibc, where no wrapper sees it:
- * their last events stay in the buffer the new image drops.
+ * their last events stay in the buffer the new image drops.  _exit and
+ * _Exit end the process without the destructors that write the buffers
+ * out (a shell's child, a forked worker): they write them first.
  */
 #include "hooks.h"
 #include "real.h"
@@ -40,4 +42,17 @@ ALEX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	before_exec();
 	return REAL(fexecve)(fd, argv, envp);
+}
+
+ALEX_EXPORT void _exit(int status)
+{
+	before_exec();
+	REAL(_exit)(status);
+	__builtin_unreachable();
+}
+ALEX_EXPORT void _Exit(int status)
+{
+	before_exec();
+	REAL(_Exit)(status);
+	__builtin_unreachable();
 }

@@ -217,7 +217,7 @@ ALEX_EXPORT int unlink(const char *path)
 }
 ALEX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-	return ALEX_TRACED_PATH(path, ALEX_TK_UNLINK, in_memory(dirfd, path),
+	return ALEX_TRACED_PATH(path, ALEX_TK_UNLINKAT, in_memory(dirfd, path),
 				unlinkat_inner(dirfd, path, flags));
 }
 ALEX_EXPORT int access(const char *path, int mode)
@@ -227,6 +227,6 @@ ALEX_EXPORT int access(const char *path, int mode)
 }
 ALEX_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
-	return ALEX_TRACED_PATH(path, ALEX_TK_ACCESS, in_memory(dirfd, path),
+	return ALEX_TRACED_PATH(path, ALEX_TK_FACCESSAT, in_memory(dirfd, path),
 				faccessat_inner(dirfd, path, mode, flags));
 }

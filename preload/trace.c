@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <lz4.h>
+
 #include "bytes.h"
 #include "config.h"
 #include "crc32c.h"
@@ -42,11 +44,36 @@ struct tbuf {
 	int busy;     /* recording or flushing now */
 	int dead;     /* its thread is gone: free for the next new thread */
 	uint32_t used, nev, dropped;
+	/* the last paths classified by name: SQLite asks about the same
+	 * journal and WAL names in every transaction, and fnmatch is dear */
+	struct { uint32_t len; int role; char path[248]; } seen[4];
+	unsigned next_seen;
 	uint8_t data[BUF_BYTES]; /* the chunk header's room, then events */
+	/* the chunk compressed (about a sixth of its size: less for the
+	 * page cache to write back beside the program's own I/O), and LZ4's
+	 * state, kept here rather than on a thread's stack */
+	uint8_t z[ALEX_TRACE_HDR + LZ4_COMPRESSBOUND(BUF_BYTES)];
+	union { LZ4_stream_t s; uint64_t align; } lz4;
 };
 
+/* An event as the file holds it (trace_format.h), on a little-endian host. */
+struct tevent {
+	uint64_t start, off, len;
+	int64_t res;
+	uint32_t dur;
+	int32_t fd;
+	uint32_t page;
+	uint8_t kind, role, flags, lock;
+};
+_Static_assert(sizeof(struct tevent) == ALEX_TRACE_EVENT, "the trace event is 48 bytes");
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the trace writer stores events as the host lays them out: little-endian only"
+#endif
+
 static struct tbuf *all;        /* every buffer, pushed lock-free */
-static __thread struct tbuf *mine;
+/* initial-exec: a preloaded library has static TLS, and the general model
+ * would cost a __tls_get_addr call per event */
+static __thread struct tbuf *mine __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;  /* flushes a thread's buffer when it ends */
 static pid_t pid;
 static int at_exit;             /* after the exit flush: write each event out */
@@ -78,29 +105,40 @@ static int append(const void *buf, size_t n)
 	return 0;
 }
 
-/* Writes b's events as one chunk (the caller holds b->busy). */
-static void flush(struct tbuf *b)
+static void header(struct tbuf *b, uint8_t *h, uint32_t stored, int flags)
 {
-	uint8_t *h = b->data;
-
-	if (!b->nev || !__atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE)) {
-		b->used = ALEX_TRACE_HDR;
-		b->nev = 0;
-		return;
-	}
 	alex_put32(h, ALEX_TRACE_FILE_MAGIC);
 	h[4] = ALEX_TRACE_VERSION;
 	h[5] = 0;
 	h[6] = ALEX_TRACE_HDR;
-	h[7] = 0;
+	h[7] = (uint8_t)flags;
 	alex_put32(h + 8, (uint32_t)pid);
 	alex_put32(h + 12, b->tid);
-	alex_put32(h + 16, b->used - ALEX_TRACE_HDR);
+	alex_put32(h + 16, stored);
 	alex_put32(h + 20, b->nev);
 	alex_put32(h + 24, b->dropped);
 	alex_put32(h + 28, 0);
-	alex_put32(h + 28, alex_crc32c(0, h, b->used));
-	append(h, b->used);
+	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
+}
+
+/* Writes b's events as one chunk, compressed when that is smaller (the
+ * caller holds b->busy). */
+static void flush(struct tbuf *b)
+{
+	uint32_t raw = b->used - ALEX_TRACE_HDR;
+
+	if (b->nev && __atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE)) {
+		int z = LZ4_compress_fast_extState(&b->lz4.s, (const char *)b->data + ALEX_TRACE_HDR,
+						   (char *)b->z + ALEX_TRACE_HDR, (int)raw,
+						   LZ4_COMPRESSBOUND(BUF_BYTES), 1);
+		if (z > 0 && (uint32_t)z < raw) {
+			header(b, b->z, (uint32_t)z, ALEX_TRACE_LZ4);
+			append(b->z, ALEX_TRACE_HDR + (size_t)z);
+		} else {
+			header(b, b->data, raw, 0);
+			append(b->data, b->used);
+		}
+	}
 	b->used = ALEX_TRACE_HDR;
 	b->nev = 0;
 	b->dropped = 0;
@@ -174,19 +212,16 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 	size_t need = ALEX_TRACE_EVENT + ((nlen + 7) & ~(size_t)7);
 	if (b->used + need > BUF_BYTES)
 		flush(b);
-	uint8_t *e = b->data + b->used;
 	uint64_t dur = end - c->start;
-	alex_put64(e, c->start);
-	alex_put64(e + 8, c->off);
-	alex_put64(e + 16, name ? nlen : c->len);
-	alex_put64(e + 24, (uint64_t)(c->res < 0 ? -(int64_t)saved : c->res));
-	alex_put32(e + 32, dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur);
-	alex_put32(e + 36, (uint32_t)c->fd);
-	alex_put32(e + 40, c->page);
-	e[44] = c->kind;
-	e[45] = c->role;
-	e[46] = (uint8_t)(c->flags | (name ? ALEX_TF_NAME : 0));
-	e[47] = c->lock;
+	struct tevent ev = {
+		.start = c->start, .off = c->off, .len = name ? nlen : c->len,
+		.res = c->res < 0 ? -(int64_t)saved : c->res,
+		.dur = dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur, .fd = c->fd, .page = c->page,
+		.kind = c->kind, .role = c->role,
+		.flags = (uint8_t)(c->flags | (name ? ALEX_TF_NAME : 0)), .lock = c->lock,
+	};
+	uint8_t *e = b->data + b->used;
+	memcpy(e, &ev, sizeof ev);
 	if (name) {
 		memcpy(e + ALEX_TRACE_EVENT, name, nlen);
 		memset(e + ALEX_TRACE_EVENT + nlen, 0, need - ALEX_TRACE_EVENT - nlen);
@@ -293,10 +328,8 @@ static int is_dir(const char *path)
 	return 0;
 }
 
-int alex_trace_path_role(const char *path)
+static int classify(const char *path)
 {
-	if (!alex_tracing || !path)
-		return 0;
 	switch (alex_match(path, NULL, 0)) {
 	case ROLE_DB: return ALEX_TROLE_DB;
 	case ROLE_JOURNAL: return ALEX_TROLE_JOURNAL;
@@ -312,6 +345,29 @@ int alex_trace_path_role(const char *path)
 	if (is_dir(path))
 		return ALEX_TROLE_DIR;
 	return alex_tracing == 2 ? ALEX_TROLE_OTHER : 0;
+}
+
+int alex_trace_path_role(const char *path)
+{
+	if (!alex_tracing || !path)
+		return 0;
+	struct tbuf *b = my_buffer();
+	size_t len = strlen(path);
+	if (!b || len >= sizeof b->seen[0].path)
+		return classify(path);
+	for (int i = 0; i < 4; i++)
+		if (b->seen[i].len == len && memcmp(b->seen[i].path, path, len) == 0)
+			return b->seen[i].role;
+	int role = classify(path);
+	/* a directory (or a file yet unknown) may learn its role when a
+	 * database opens: only what cannot change is kept */
+	if (role != ALEX_TROLE_DIR && role != 0 && role != ALEX_TROLE_OTHER) {
+		unsigned k = b->next_seen++ % 4;
+		b->seen[k].len = (uint32_t)len;
+		b->seen[k].role = role;
+		memcpy(b->seen[k].path, path, len);
+	}
+	return role;
 }
 
 void alex_trace_opened(int fd, const char *path, uint64_t start, int flags)

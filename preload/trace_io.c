@@ -161,7 +161,7 @@ static int t_exists(void *ctx, const char *path, int *yes)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return named(ALEX_TK_ACCESS, role_of(path), t0, path, IN->exists(CTX, path, yes));
+	return named(ALEX_TK_FACCESSAT, role_of(path), t0, path, IN->exists(CTX, path, yes));
 }
 
 static int t_rename(void *ctx, const char *from, const char *to, int noreplace)
@@ -176,7 +176,7 @@ static int t_unlink(void *ctx, const char *path)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return named(ALEX_TK_UNLINK, role_of(path), t0, path, IN->unlink(CTX, path));
+	return named(ALEX_TK_UNLINKAT, role_of(path), t0, path, IN->unlink(CTX, path));
 }
 
 /* the directory sync: an open, an fsync and a close, recorded as the fsync */

@@ -50,16 +50,23 @@ static void lat(FILE *o, const struct tr_lat *l)
 		l->n, l->p50 / 1e3, l->p90 / 1e3, l->p99 / 1e3, l->max / 1e3);
 }
 
+/* the same percentiles of a count (no unit) */
+static void cnt(FILE *o, const struct tr_lat *l)
+{
+	fprintf(o, "{\"n\": %" PRIu64 ", \"p50\": %" PRIu64 ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64
+		   ", \"max\": %" PRIu64 "}", l->n, l->p50, l->p90, l->p99, l->max);
+}
+
 static void txns(FILE *o, const struct tr_stats *s)
 {
 	fprintf(o, "  \"transactions\": {\"total\": %" PRIu64 ", \"write\": %" PRIu64
 		   ", \"read\": %" PRIu64 ",\n    \"syncs_asked\": ",
 		s->txns, s->wtxns, s->rtxns);
-	lat(o, &s->txn_syncs_asked);
+	cnt(o, &s->txn_syncs_asked);
 	fprintf(o, ",\n    \"syncs_kernel\": ");
-	lat(o, &s->txn_syncs_kernel);
+	cnt(o, &s->txn_syncs_kernel);
 	fprintf(o, ",\n    \"bytes_written\": ");
-	lat(o, &s->txn_bytes);
+	cnt(o, &s->txn_bytes);
 	fprintf(o, ",\n    \"duration_us\": ");
 	lat(o, &s->txn_dur);
 	fprintf(o, "},\n");

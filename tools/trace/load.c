@@ -158,6 +158,14 @@ static void resolve(struct loader *l)
 			continue;
 		}
 		v->file = fd_file(l, v->e.pid, v->e.fd);
+		if (v->file == TR_NONE && v->e.role != ALEX_TROLE_NONE && v->e.fd >= 0) {
+			/* opened where the trace has no record (a damaged or
+			 * dropped part): a file of its own, named by descriptor */
+			char name[64];
+			int n = snprintf(name, sizeof name, "<pid %u fd %d>", v->e.pid, v->e.fd);
+			v->file = file_of(l, name, (size_t)n, v->e.role);
+			fd_set_file(l, v->e.pid, v->e.fd, v->file);
+		}
 		if (v->e.kind == ALEX_TK_CLOSE)
 			fd_set_file(l, v->e.pid, v->e.fd, TR_NONE);
 		if (v->e.kind == ALEX_TK_FCNTL && v->e.lock == 0 && v->e.res >= 0 &&
@@ -205,6 +213,7 @@ int tr_load(const char *path, struct tr_model *m)
 		if (e.name)
 			v->e.name = strndup(e.name, e.name_len);
 	}
+	alex_trace_reader_free(&m->rd);
 	m->rd.buf = NULL;
 	if (buf)
 		munmap(buf, (size_t)st.st_size);

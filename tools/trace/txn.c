@@ -8,7 +8,8 @@
  * write takes WAL_WRITE.  Once a database's process shows -shm locks, its
  * transactions are counted by them.  Calls of the process on the
  * database's files (and its directory, and ALEX's log) between the two
- * belong to the transaction.
+ * belong to the transaction; so do those on a file whose open the trace
+ * lost (damage), when the process has a transaction open.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,8 @@ void tr_txns(struct tr_model *m)
 			} else {
 				id = s->txn;
 			}
-		} else if (v->e.role == ALEX_TROLE_DIR) {
+		} else if (v->e.role != ALEX_TROLE_OTHER && v->e.role != ALEX_TROLE_SUPER) {
+			/* the directory, or a file whose name the trace lost */
 			id = any_open(&w, v->e.pid);
 		}
 		if (id != TR_NONE)
