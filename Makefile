@@ -198,6 +198,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex
 	@$(RUN_TEST) doctor tests/doctor/doctor.sh $(B)
+	@$(RUN_TEST) trace tests/preload/trace.sh $(B)
 	@$(RUN_TEST) powercut tests/preload/powercut.sh $(B) $(POWERCUT_FULL) $(POWERCUT_NORMAL)
 	@$(RUN_TEST) crashtest tests/preload/crashtest.sh $(B) quick
 	@$(RUN_TEST) faults tests/preload/faults.sh $(B) $(FAULTS_SAMPLE)

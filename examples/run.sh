@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh BUILD - runs the three examples under ALEX and checks their output.
+# run.sh BUILD - runs the examples under ALEX and checks their output.
 set -e
 B=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,5 +15,9 @@ out=$("$here/session.sh" "$B" 2>&1)
 check "$(echo "$out" | tail -n 2 | tr '\n' ' ')" "115 115 " "session.sh"
 echo "$out" | grep -q 'file is not a database' && pass=$((pass + 1)) ||
 	{ fail=$((fail + 1)); echo "FAIL session.sh: plain SQLite was not refused"; }
+out=$("$here/traced.sh" "$B" 2>&1)
+check "$(echo "$out" | grep -c '^transactions: 52 (51 write, 1 read)$')" "2" "traced.sh: transactions found"
+check "$(echo "$out" | grep -c 'reaching the kernel 1 / 1;')" "1" "traced.sh: one sync per commit under ALEX"
+check "$(echo "$out" | grep -c '^  ALEX full:   about 51 syncs')" "1" "traced.sh: the estimate"
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
