@@ -54,6 +54,7 @@ enum alex_tkind {
 	ALEX_TK_FCNTL, ALEX_TK_FSTAT, ALEX_TK_STAT, ALEX_TK_ACCESS, ALEX_TK_UNLINK,
 	ALEX_TK_RENAME, ALEX_TK_MMAP, ALEX_TK_FSTATFS, ALEX_TK_FCHMOD, ALEX_TK_FCHOWN,
 	ALEX_TK_UNLINKAT, ALEX_TK_FACCESSAT,
+	ALEX_TK_DUP, /* dup, dup2, dup3 or fcntl F_DUPFD*: result is the copy */
 	/* not a call: the process started (name: its program; offset: the
 	 * CLOCK_REALTIME ns at the same instant as start; result: parent pid;
 	 * lock: 1 when the process runs ALEX, 0 when it only traces) */

@@ -4,6 +4,7 @@
  * kernel's.  The last descriptor of a database drops its engine, which
  * commits and checkpoints (serve.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -22,6 +23,9 @@ int alex_close_hook(int fd)
 		return REAL(close)(fd); /* the table is our parent's */
 	struct ofd *o = alex_fd_take(fd);
 	ALEX_REC_UNWATCH(fd);
+	/* a close drops every POSIX lock the process holds on the file */
+	if (o && o->role == ROLE_DB)
+		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
 	int rc = REAL(close)(fd), saved = errno;
 
 	if (o)
@@ -33,7 +37,8 @@ int alex_close_hook(int fd)
 ALEX_EXPORT int close(int fd)
 {
 	int tr = alex_trace_fd(fd);
-	if (!tr)
+	/* a vfork()ed child's close is not its parent's: the table stays */
+	if (!tr || alex_vfork_child())
 		return alex_close_hook(fd);
 	uint64_t t0 = alex_trace_now();
 	alex_trace_closed(fd);
@@ -47,8 +52,6 @@ void alex_dup_track(int oldfd, int newfd)
 {
 	int saved = errno;
 
-	if (alex_tracing)
-		alex_trace_dup(oldfd, newfd);
 	if (alex_vfork_child())
 		return;
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
@@ -60,19 +63,29 @@ void alex_dup_track(int oldfd, int newfd)
 	errno = saved;
 }
 
+/* the trace follows the copy (not in a vfork()ed child: its parent's table) */
+static void trace_dup(int fd, int n)
+{
+	if (alex_tracing && n >= 0 && !alex_vfork_child())
+		alex_trace_dup(fd, n, 1);
+}
+
 ALEX_EXPORT int dup(int fd)
 {
 	int n = REAL(dup)(fd);
 	if (n >= 0)
 		alex_dup_track(fd, n);
+	trace_dup(fd, n);
 	return n;
 }
 
 ALEX_EXPORT int dup2(int fd, int nfd)
 {
 	int r = REAL(dup2)(fd, nfd);
-	if (r >= 0 && fd != nfd)
+	if (r >= 0 && fd != nfd) {
 		alex_dup_track(fd, r);
+		trace_dup(fd, r);
+	}
 	return r;
 }
 
@@ -81,15 +94,16 @@ ALEX_EXPORT int dup3(int fd, int nfd, int flags)
 	int r = REAL(dup3)(fd, nfd, flags);
 	if (r >= 0)
 		alex_dup_track(fd, r);
+	trace_dup(fd, r);
 	return r;
 }
 
 /* Descriptors closed where we cannot see the close: forget them. */
 static void forget_range(unsigned first, unsigned last)
 {
-	int saved = errno;
+	int saved = errno, tracing = alex_tracing;
 	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
-		if (alex_trace_fd((int)fd))
+		if (tracing && alex_trace_fd((int)fd))
 			alex_trace_closed((int)fd);
 		if (alex_fd_get((int)fd))
 			alex_ofd_put(alex_fd_take((int)fd));
@@ -101,6 +115,21 @@ ALEX_EXPORT int fclose(FILE *fp)
 {
 	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
 	int r = REAL(fclose)(fp);
+	if (fd >= 0 && (alex_fd_get(fd) || alex_trace_fd(fd)) && !alex_vfork_child())
+		forget_range((unsigned)fd, (unsigned)fd);
+	return r;
+}
+
+/* a directory stream's descriptor (fdopendir) closes inside glibc */
+static int dir_fd(DIR *d)
+{
+	return d ? dirfd(d) : -1;
+}
+
+ALEX_EXPORT int closedir(DIR *d)
+{
+	int fd = dir_fd(d);
+	int r = REAL(closedir)(d);
 	if (fd >= 0 && (alex_fd_get(fd) || alex_trace_fd(fd)) && !alex_vfork_child())
 		forget_range((unsigned)fd, (unsigned)fd);
 	return r;

@@ -31,6 +31,16 @@ static int releases_reserved(int cmd, const struct flock *l)
 	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_RESERVED_BYTE);
 }
 
+/* The process letting go of SHARED (and so of any lock): an unlock that
+ * covers the first SHARED byte.  Others may commit from now on. */
+static int releases_shared(int cmd, const struct flock *l)
+{
+	if (!sets_lock(cmd, l) || l->l_type != F_UNLCK)
+		return 0;
+	return l->l_start <= SQLITE_SHARED_FIRST &&
+	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
+}
+
 /* SQLite taking its SHARED lock: the start of a read or write transaction,
  * when other processes' commits must become visible.  Or EXCLUSIVE on the
  * same bytes: closing a WAL database, SQLite goes there straight from a
@@ -70,7 +80,10 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	}
 	int r = real(fd, cmd, arg);
-	if (r == 0 && served && takes_shared(cmd, arg)) {
+	if (r == 0 && served && releases_shared(cmd, arg))
+		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
+	if (r == 0 && served && takes_shared(cmd, arg) &&
+	    !__atomic_load_n(&o->db->fresh, __ATOMIC_ACQUIRE)) {
 		int saved = errno;
 		if (refresh(o, fd, cmd, arg, real))
 			return -1;
@@ -90,7 +103,7 @@ static int traced_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 	int r = do_fcntl(fd, cmd, arg, real);
 	alex_trace_fcntl(tr, fd, cmd, arg, t0, r, 0);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
-		alex_trace_dup(fd, r);
+		alex_trace_dup(fd, r, 0);
 	return r;
 }
 

@@ -77,7 +77,7 @@ static int empty_path(const char *path, int flags)
 /* the traced forms: by name, or on dirfd itself (AT_EMPTY_PATH) */
 #define STAT_CALL(call) ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call)
 #define STATAT_CALL(call)                                                                         \
-	(empty_path(path, flags)                                                                   \
+	(alex_tracing && empty_path(path, flags)                                                  \
 		 ? ALEX_TRACED_IO(dirfd, ALEX_TK_FSTAT, 0, 0, NULL, 0, call)                      \
 		 : ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call))
 

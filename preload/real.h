@@ -7,6 +7,7 @@
 #ifndef ALEX_REAL_H
 #define ALEX_REAL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -42,7 +43,7 @@ int fcntl64(int, int, ...);
 	X(fallocate) X(fallocate64) X(posix_fallocate) X(posix_fallocate64) X(fsync)              \
 	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(unlink) X(unlinkat) X(rename)         \
 	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom)           \
-	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit)
+	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)
 
 #define ALEX_REAL_DECL(name) extern __typeof__(name) *real_##name;
 ALEX_REAL_LIST(ALEX_REAL_DECL)

@@ -333,6 +333,10 @@ int alex_serve_lock_shared(struct pdb *db)
 		alex_multidb_cleanup(db);
 		db->ref_check = 0;
 	}
+	/* an undecided commit (a transaction across databases) is looked at
+	 * again at every lock: its super-journal may go meanwhile */
+	if (!rc && !alex_in_doubt(db->eng))
+		__atomic_store_n(&db->fresh, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&db->mu);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' commits: %s", db->path,
@@ -361,6 +365,8 @@ int alex_serve_wal_open(struct pdb *db)
 		rc = ALEX_EBUSY;
 	if (!rc)
 		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
+	/* WAL mode: others commit while SQLite holds SHARED */
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&db->mu);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: the log still holds pages and could not be checkpointed "
@@ -374,6 +380,7 @@ int alex_serve_wal_open(struct pdb *db)
 void alex_serve_wal_closed(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
 		/* SQLite may hold no lock while it closes its -wal */
 		int rc = alex_refresh(db->eng, 0);

@@ -36,6 +36,11 @@ struct pdb {
 				a transaction across databases (multidb.c) */
 	int super_done;      /* its conditional commit is written */
 	int ref_check;       /* a reference journal may be left to remove */
+	int fresh;           /* (atomic) caught up with other processes since
+				this process took SHARED, and holds it still:
+				in rollback mode nobody else can commit until
+				it lets go, so its EXCLUSIVE and the downgrade
+				after need no catch-up (hooks_fcntl.c) */
 	int wal_ofds;        /* SQLite's open -wal descriptions (atomic): while
 				there are any the database is in WAL mode, the
 				log holds nothing, and the file is SQLite's own */

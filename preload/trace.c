@@ -116,7 +116,8 @@ static void header(struct tbuf *b, uint8_t *h, uint32_t stored, int flags)
 	alex_put32(h + 12, b->tid);
 	alex_put32(h + 16, stored);
 	alex_put32(h + 20, b->nev);
-	alex_put32(h + 24, b->dropped);
+	/* a signal handler may count one while the chunk is written */
+	alex_put32(h + 24, __atomic_exchange_n(&b->dropped, 0, __ATOMIC_RELAXED));
 	alex_put32(h + 28, 0);
 	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
 }
@@ -141,7 +142,6 @@ static void flush(struct tbuf *b)
 	}
 	b->used = ALEX_TRACE_HDR;
 	b->nev = 0;
-	b->dropped = 0;
 }
 
 /* ---- per-thread buffers ---------------------------------------------------- */
@@ -205,7 +205,8 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 	if (!__atomic_load_n(&alex_tracing, __ATOMIC_RELAXED) || !(b = my_buffer()))
 		goto out;
 	if (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE)) {
-		b->dropped++; /* our own signal handler, mid-record: skip it */
+		/* our own signal handler, mid-record: skip it */
+		__atomic_add_fetch(&b->dropped, 1, __ATOMIC_RELAXED);
 		goto out;
 	}
 	size_t nlen = name ? strnlen(name, NAME_MAX_BYTES) : 0;
@@ -377,12 +378,12 @@ void alex_trace_opened(int fd, const char *path, uint64_t start, int flags)
 
 void alex_trace_opened_as(int fd, const char *path, uint64_t start, int flags, int role)
 {
+	if (fd >= 0 && (unsigned)fd < alex_trace_nfd)
+		alex_trace_roles[fd] = (uint8_t)role; /* a number reused: forget the old */
 	if (!role)
 		return;
 	if (role == ALEX_TROLE_DB && path)
 		note_dir(path);
-	if (fd >= 0 && (unsigned)fd < alex_trace_nfd)
-		alex_trace_roles[fd] = (uint8_t)role;
 	struct alex_tcall c = { .start = start, .res = fd, .fd = fd, .kind = ALEX_TK_OPENAT,
 				.role = (uint8_t)role, .flags = (uint8_t)flags };
 	alex_trace_put(&c, path);
@@ -394,10 +395,18 @@ void alex_trace_closed(int fd)
 		alex_trace_roles[fd] = 0;
 }
 
-void alex_trace_dup(int oldfd, int newfd)
+void alex_trace_dup(int oldfd, int newfd, int event)
 {
+	int role = alex_trace_fd(oldfd);
 	if ((unsigned)newfd < alex_trace_nfd)
-		alex_trace_roles[newfd] = (uint8_t)alex_trace_fd(oldfd);
+		alex_trace_roles[newfd] = (uint8_t)role;
+	if (role && event) {
+		/* so that the reader knows newfd's file (start: the copy is made) */
+		struct alex_tcall c = { .start = alex_trace_now(), .off = (uint64_t)oldfd,
+					.res = newfd, .fd = oldfd, .kind = ALEX_TK_DUP,
+					.role = (uint8_t)role };
+		alex_trace_put(&c, NULL);
+	}
 }
 
 /* ---- locks ------------------------------------------------------------------ */

@@ -61,7 +61,9 @@ void alex_trace_opened_as(int fd, const char *path, uint64_t start, int flags, i
 /* The role a call by name on path is traced under, or 0. */
 int alex_trace_path_role(const char *path);
 void alex_trace_closed(int fd);
-void alex_trace_dup(int oldfd, int newfd);
+/* newfd became a copy of oldfd: its role follows; event: record the dup
+ * call (fcntl's F_DUPFD is recorded as the fcntl it is) */
+void alex_trace_dup(int oldfd, int newfd, int event);
 /* fcntl: the lock call decoded (role is fd's). */
 void alex_trace_fcntl(int role, int fd, int cmd, const void *arg, uint64_t start, int res,
 		      int flags);

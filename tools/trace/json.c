@@ -9,14 +9,37 @@
 
 #include "stats.h"
 
-void tr_json_str(FILE *o, const char *s, size_t n)
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
 {
+	size_t k = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (s[0] < 0x80)
+		return 1;
+	if (!k || k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return k;
+}
+
+/* A JSON string: quotes and controls escaped; a byte that is not UTF-8 (a
+ * file name may hold any) as the code point of the same number. */
+void tr_json_str(FILE *o, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
 	fputc('"', o);
-	for (size_t i = 0; s && i < n && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
+	for (size_t i = 0; s && i < n && s[i];) {
+		size_t k = utf8_len(s + i, n - i);
+		if (k > 1) {
+			fwrite(s + i, 1, k, o);
+			i += k;
+			continue;
+		}
+		unsigned char c = s[i++];
 		if (c == '"' || c == '\\')
 			fprintf(o, "\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c >= 0x80)
 			fprintf(o, "\\u%04x", c);
 		else
 			fputc(c, o);

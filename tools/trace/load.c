@@ -168,10 +168,48 @@ static void resolve(struct loader *l)
 		}
 		if (v->e.kind == ALEX_TK_CLOSE)
 			fd_set_file(l, v->e.pid, v->e.fd, TR_NONE);
-		if (v->e.kind == ALEX_TK_FCNTL && v->e.lock == 0 && v->e.res >= 0 &&
-		    (v->e.off == F_DUPFD || v->e.off == F_DUPFD_CLOEXEC))
-			fd_set_file(l, v->e.pid, (int)v->e.res, v->file);
+		if ((v->e.kind == ALEX_TK_FCNTL && v->e.lock == 0 &&
+		     (v->e.off == F_DUPFD || v->e.off == F_DUPFD_CLOEXEC)) ||
+		    v->e.kind == ALEX_TK_DUP) {
+			if (v->e.res >= 0)
+				fd_set_file(l, v->e.pid, (int)v->e.res, v->file);
+		}
 	}
+}
+
+/*
+ * The recorder labels every 4-byte journal write with its word; it is a
+ * page number only at the start of a journal record, where the page
+ * itself follows at off + 4 (the checksum after the page, the words of a
+ * super-journal's name are not).
+ */
+static void journal_pages(struct tr_model *m)
+{
+	enum { SLOTS = 1024 };
+	static uint32_t pending[SLOTS]; /* (pid, fd) -> the 4-byte write + 1 */
+	memset(pending, 0, sizeof pending);
+	for (size_t i = 0; i < m->nev; i++) {
+		struct tr_ev *v = &m->ev[i];
+		if (v->e.role != ALEX_TROLE_JOURNAL || !tr_is_write(v->e.kind))
+			continue;
+		unsigned h = (v->e.pid * 31u + (unsigned)v->e.fd) % SLOTS;
+		if (pending[h]) {
+			struct tr_ev *w = &m->ev[pending[h] - 1];
+			uint64_t n = v->e.len;
+			int page = w->e.pid == v->e.pid && w->e.fd == v->e.fd &&
+				   v->e.off == w->e.off + 4 && n >= 512 && n <= 65536 && !(n & (n - 1));
+			if (!page)
+				w->e.page = 0;
+			pending[h] = 0;
+		}
+		if (v->e.page && v->e.len == 4 && i + 1 < UINT32_MAX)
+			pending[h] = (uint32_t)i + 1;
+		else if (v->e.len != 4)
+			v->e.page = 0;
+	}
+	for (unsigned h = 0; h < SLOTS; h++)
+		if (pending[h])
+			m->ev[pending[h] - 1].e.page = 0;
 }
 
 static int by_time(const void *a, const void *b)
@@ -225,6 +263,7 @@ int tr_load(const char *path, struct tr_model *m)
 				m->t1 = m->ev[i].e.start + m->ev[i].e.dur;
 	}
 	resolve(&l);
+	journal_pages(m);
 	for (size_t i = 0; i < l.nmaps; i++)
 		free(l.maps[i].file);
 	free(l.maps);

@@ -36,11 +36,28 @@ static int data(const struct tr_model *m, const char *path)
 	return fclose(f);
 }
 
-static int script(const char *path, const char *dat, const char *png, const char *title)
+/* s as a gnuplot single-quoted string's inside: a quote doubled (gnuplot's
+ * one escape there), control characters made '?': a file name is data,
+ * never a command */
+static void gp_str(char *out, size_t cap, const char *s)
 {
+	size_t n = 0;
+	for (; *s && n + 3 < cap; s++) {
+		if (*s == '\'')
+			out[n++] = '\'';
+		out[n++] = (unsigned char)*s < 0x20 ? '?' : *s;
+	}
+	out[n] = 0;
+}
+
+static int script(const char *path, const char *dat, const char *png_raw, const char *title_raw)
+{
+	char png[8192], title[8192];
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -1;
+	gp_str(png, sizeof png, png_raw);
+	gp_str(title, sizeof title, title_raw);
 	fprintf(f, "set terminal pngcairo size 1200,800\nset output '%s'\n"
 		   "set multiplot layout 2,1 title '%s'\nset xlabel 'seconds'\n"
 		   "set ylabel 'file offset (MiB)'\nset key outside\n"

@@ -43,7 +43,9 @@ static void call_line(const struct tr_model *m, const struct tr_ev *v, FILE *o)
 {
 	fprintf(o, "      %+9.3f ms %s%-9s %-8s", (double)(v->e.start - m->t0) / 1e6,
 		v->e.flags & ALEX_TF_ALEX ? "alex " : "", alex_tkind_name(v->e.kind), tr_role(v));
-	if (v->e.kind == ALEX_TK_FCNTL && v->e.lock)
+	if (v->e.kind == ALEX_TK_FCNTL && (v->e.lock & 63) == ALEX_TL_GETLK)
+		fprintf(o, " GETLK: %s", (v->e.lock >> 6) == ALEX_TLT_UN ? "free" : "held");
+	else if (v->e.kind == ALEX_TK_FCNTL && v->e.lock)
 		fprintf(o, " %s %s", (v->e.lock >> 6) == ALEX_TLT_UN ? "unlock"
 				     : (v->e.lock >> 6) == ALEX_TLT_WR ? "write" : "read",
 			alex_tlock_name(v->e.lock));

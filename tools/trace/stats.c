@@ -71,6 +71,8 @@ static void shapes(const struct tr_model *m, struct tr_stats *s)
 		int by = (v->e.flags & ALEX_TF_ALEX) != 0;
 		uint64_t len = (uint64_t)v->e.res;
 		s->hist[by][bucket(len)]++;
+		if (v->e.off == ~(uint64_t)0)
+			continue; /* at the kernel's offset: unknown */
 		unsigned h = (v->e.pid * 31u + (unsigned)v->e.fd) % SLOTS;
 		int seq = last[h].used && last[h].pid == v->e.pid && last[h].fd == v->e.fd &&
 			  last[h].end == v->e.off;
@@ -165,12 +167,12 @@ static void estimate(const struct tr_model *m, struct tr_stats *s)
 		s->est_bytes_now += tr_bytes(v);
 		int page = (v->e.role == ALEX_TROLE_DB && v->e.page && v->e.res >= 512) ||
 			   (v->e.role == ALEX_TROLE_WAL && v->e.res >= 512);
-		if (!page)
+		if (!page || v->file == TR_NONE)
 			continue;
 		if (!s->page_size)
 			s->page_size = (uint64_t)v->e.res;
 		if (v->e.role == ALEX_TROLE_DB) {
-			pg[n][0] = m->files[v->file == TR_NONE ? 0 : v->file].db;
+			pg[n][0] = m->files[v->file].db;
 			pg[n++][1] = v->e.page;
 		}
 		s->est_log_bytes += (uint64_t)v->e.res + 64;

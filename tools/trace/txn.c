@@ -20,6 +20,7 @@ struct state {
 	uint32_t pid, db;
 	uint32_t txn; /* open, or TR_NONE */
 	int wal;      /* -shm locks seen: WAL mode */
+	int rd, wr;   /* WAL: the read mark held (-1: none), the write lock */
 };
 
 struct walk {
@@ -44,6 +45,8 @@ static struct state *state_of(struct walk *w, uint32_t pid, uint32_t db)
 	s->db = db;
 	s->txn = TR_NONE;
 	s->wal = 0;
+	s->rd = -1;
+	s->wr = 0;
 	return s;
 }
 
@@ -73,31 +76,59 @@ static void end(struct walk *w, struct state *s, const struct tr_ev *v)
 	s->txn = TR_NONE;
 }
 
+/* -shm: a transaction holds a read mark (a read lock on READn) or the
+ * write lock.  A write lock on READn is SQLite moving the mark, at once
+ * undone: no transaction of its own. */
+static void on_shm_lock(struct walk *w, struct state *s, const struct tr_ev *v, size_t i)
+{
+	unsigned name = v->e.lock & 63, type = v->e.lock >> 6;
+	int was = s->rd >= 0 || s->wr;
+
+	if (name >= ALEX_TL_WAL_READ0 && name < ALEX_TL_WAL_DMS) {
+		int n = (int)(name - ALEX_TL_WAL_READ0);
+		if (type == ALEX_TLT_RD)
+			s->rd = n;
+		else if (type == ALEX_TLT_UN && s->rd == n)
+			s->rd = -1;
+	} else if (name == ALEX_TL_WAL_WRITE) {
+		s->wr = type == ALEX_TLT_WR;
+	} else {
+		return;
+	}
+	int now = s->rd >= 0 || s->wr;
+	if (now && s->txn == TR_NONE)
+		begin(w, s, v, i);
+	if (s->txn == TR_NONE)
+		return;
+	w->m->txns[s->txn].wal = 1;
+	if (s->wr)
+		w->m->txns[s->txn].write = 1;
+	if (was && !now)
+		end(w, s, v);
+}
+
 /* A lock call that succeeded: does it open, widen or close a transaction? */
 static void on_lock(struct walk *w, struct state *s, const struct tr_ev *v, size_t i)
 {
 	unsigned name = v->e.lock & 63, type = v->e.lock >> 6;
-	int shm = v->e.role == ALEX_TROLE_SHM;
 
-	if (shm && !s->wal && name >= ALEX_TL_WAL_WRITE && name < ALEX_TL_WAL_DMS)
-		s->wal = 1; /* an open rollback-style transaction goes on as WAL's */
-	if (shm != s->wal)
+	if (v->e.role == ALEX_TROLE_SHM) {
+		/* WAL mode: an open rollback-style transaction goes on as WAL's */
+		s->wal = 1;
+		on_shm_lock(w, s, v, i);
 		return;
-	int reader = shm ? name >= ALEX_TL_WAL_READ0 && name < ALEX_TL_WAL_DMS
-			 : name == ALEX_TL_SHARED;
-	int writer = shm ? name == ALEX_TL_WAL_WRITE
-			 : name == ALEX_TL_RESERVED || name == ALEX_TL_PENDING ||
-				   name == ALEX_TL_EXCLUSIVE;
-	int closes = type == ALEX_TLT_UN && (shm ? reader : name == ALEX_TL_DB_ALL);
-
-	if (type != ALEX_TLT_UN && (reader || writer) && s->txn == TR_NONE)
+	}
+	if (s->wal)
+		return; /* WAL mode keeps SHARED on the database for the connection */
+	int writer = name == ALEX_TL_RESERVED || name == ALEX_TL_PENDING ||
+		     name == ALEX_TL_EXCLUSIVE;
+	if (type != ALEX_TLT_UN && (name == ALEX_TL_SHARED || writer) && s->txn == TR_NONE)
 		begin(w, s, v, i);
 	if (s->txn == TR_NONE)
 		return;
 	if (type == ALEX_TLT_WR && writer)
 		w->m->txns[s->txn].write = 1;
-	w->m->txns[s->txn].wal = s->wal;
-	if (closes)
+	if (type == ALEX_TLT_UN && name == ALEX_TL_DB_ALL)
 		end(w, s, v);
 }
 
