@@ -4,14 +4,21 @@
  *   decode   the records of such logs one by one, some compressed, some not,
  *            their header slots, and blocks for the codec round trip
  *   config   typical ALEX_* settings, good and bad
+ *   trace    trace files (trace_format.h) of a few processes and threads,
+ *            clean, damaged and truncated, behind fuzz_trace's control byte
  * Records come from the real encoder, so the seeds follow the format as it
  * is, not as a copy of it here would remember it.  `mkseed DIR` is recover. */
 #include <stdio.h>
 #include <string.h>
 
 #include "alex.h"
+#include "bytes.h"
+#include "crc32c.h"
 #include "format.h"
 #include "io.h"
+#include "trace_format.h"
+
+#include <lz4.h>
 
 static int put(const char *dir, const char *name, int n, const void *a, size_t alen,
 	       const void *b, size_t blen)
@@ -205,13 +212,216 @@ static int seed_config(const char *dir, int which)
 	return put(dir, "config", which, buf, n, NULL, 0);
 }
 
+/* ---- trace files --------------------------------------------------------- */
+
+/* A trace file under construction: chunks as preload/trace.c writes them.
+ * Unlike the log seeds these are made here, after trace_format.h: the
+ * writer lives in libalex.so, not in the core library. */
+struct tfile {
+	uint8_t buf[64 * 1024];
+	size_t len, chunk; /* chunk: where the open chunk's header is */
+	uint32_t nev;
+};
+
+static void chunk_begin(struct tfile *t, uint32_t pid, uint32_t tid, uint32_t dropped)
+{
+	uint8_t *h = t->buf + t->len;
+
+	memset(h, 0, ALEX_TRACE_HDR);
+	alex_put32(h, ALEX_TRACE_FILE_MAGIC);
+	h[4] = ALEX_TRACE_VERSION;
+	h[6] = ALEX_TRACE_HDR; /* h[7]: flags, set by chunk_end */
+	alex_put32(h + 8, pid);
+	alex_put32(h + 12, tid);
+	alex_put32(h + 24, dropped);
+	t->chunk = t->len;
+	t->len += ALEX_TRACE_HDR;
+	t->nev = 0;
+}
+
+/* Closes the open chunk; with lz4, compressed when that is smaller, as
+ * preload/trace.c's flush does. */
+static void chunk_end(struct tfile *t, int lz4)
+{
+	static char z[LZ4_COMPRESSBOUND(sizeof t->buf)];
+	uint8_t *h = t->buf + t->chunk;
+	uint32_t stored = (uint32_t)(t->len - t->chunk - ALEX_TRACE_HDR);
+	int zlen = lz4 ? LZ4_compress_default((const char *)h + ALEX_TRACE_HDR, z, (int)stored,
+					      (int)sizeof z)
+		       : 0;
+
+	if (zlen > 0 && (uint32_t)zlen < stored) {
+		memcpy(h + ALEX_TRACE_HDR, z, (size_t)zlen);
+		stored = (uint32_t)zlen;
+		h[7] = ALEX_TRACE_LZ4;
+		t->len = t->chunk + ALEX_TRACE_HDR + stored;
+	}
+	alex_put32(h + 16, stored);
+	alex_put32(h + 20, t->nev);
+	alex_put32(h + 28, 0);
+	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
+}
+
+static void event(struct tfile *t, enum alex_tkind kind, enum alex_trole role, int fd,
+		  uint64_t off, uint64_t len, int64_t res, uint32_t page, uint8_t flags,
+		  uint8_t lock, const char *name)
+{
+	uint8_t *e = t->buf + t->len;
+	size_t nlen = name ? strlen(name) : 0, need = ALEX_TRACE_EVENT + ((nlen + 7) & ~(size_t)7);
+	static uint64_t clock = 1000000;
+
+	clock += 1234 + (uint64_t)t->nev * 17;
+	memset(e, 0, need);
+	alex_put64(e, clock);
+	alex_put64(e + 8, off);
+	alex_put64(e + 16, name ? nlen : len);
+	alex_put64(e + 24, (uint64_t)res);
+	alex_put32(e + 32, 800 + t->nev * 3);
+	alex_put32(e + 36, (uint32_t)fd);
+	alex_put32(e + 40, page);
+	e[44] = (uint8_t)kind;
+	e[45] = (uint8_t)role;
+	e[46] = (uint8_t)(flags | (name ? ALEX_TF_NAME : 0));
+	e[47] = lock;
+	if (name)
+		memcpy(e + ALEX_TRACE_EVENT, name, nlen);
+	t->len += need;
+	t->nev++;
+}
+
+#define LK(type, name) ((uint8_t)((ALEX_TLT_##type << 6) | ALEX_TL_##name))
+
+/* One process's start and a rollback-journal transaction. */
+static void trace_journal(struct tfile *t, uint32_t pid, uint32_t tid, int lz4)
+{
+	chunk_begin(t, pid, tid, 0);
+	event(t, ALEX_TK_PROC, ALEX_TROLE_NONE, -1, 1700000000123456789ull, 0, 1, 0, 0, 1,
+	      "/usr/bin/sqlite3");
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_DB, -1, 0, 0, 3, 0, 0, 0, "/tmp/t/app.db");
+	event(t, ALEX_TK_FSTAT, ALEX_TROLE_DB, 3, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_PREAD64, ALEX_TROLE_DB, 3, 0, 100, 100, 1, 0, 0, NULL);
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 1073741824, 1, 0, 0, 0, LK(RD, PENDING), NULL);
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 1073741826, 510, 0, 0, 0, LK(RD, SHARED), NULL);
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 1073741824, 1, 0, 0, 0, LK(UN, PENDING), NULL);
+	chunk_end(t, lz4);
+	chunk_begin(t, pid, tid, 2);
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 1073741825, 1, 0, 0, 0, LK(WR, RESERVED), NULL);
+	event(t, ALEX_TK_ACCESS, ALEX_TROLE_JOURNAL, -1, 0, 0, -2, 0, 0, 0,
+	      "/tmp/t/app.db-journal");
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_JOURNAL, -1, 0, 0, 4, 0, 0, 0,
+	      "/tmp/t/app.db-journal");
+	event(t, ALEX_TK_PWRITE64, ALEX_TROLE_JOURNAL, 4, 0, 512, 512, 0, 0, 0, NULL);
+	event(t, ALEX_TK_PWRITE64, ALEX_TROLE_JOURNAL, 4, 512, 4, 4, 2, 0, 0, NULL);
+	event(t, ALEX_TK_PWRITE64, ALEX_TROLE_JOURNAL, 4, 516, 4096, 4096, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FSYNC, ALEX_TROLE_JOURNAL, 4, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 1073741826, 510, 0, 0, ALEX_TF_WAIT,
+	      LK(WR, EXCLUSIVE), NULL);
+	event(t, ALEX_TK_PWRITE64, ALEX_TROLE_DB, 3, 4096, 4096, 4096, 2, 0, 0, NULL);
+	event(t, ALEX_TK_FDATASYNC, ALEX_TROLE_DB, 3, 0, 0, -5, 0, 0, 0, NULL);
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_DIR, -1, 0, 0, 5, 0, 0, 0, "/tmp/t");
+	event(t, ALEX_TK_FSYNC, ALEX_TROLE_DIR, 5, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_CLOSE, ALEX_TROLE_DIR, 5, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_UNLINK, ALEX_TROLE_JOURNAL, -1, 0, 0, 0, 0, 0, 0,
+	      "/tmp/t/app.db-journal");
+	event(t, ALEX_TK_FCNTL, ALEX_TROLE_DB, 3, 0, 0, 0, 0, 0, LK(UN, DB_ALL), NULL);
+	chunk_end(t, lz4);
+}
+
+/* A WAL database under ALEX: two threads, the engine's own calls, served
+ * reads, every -shm lock, a rename to a super-journal, names of every
+ * length modulo 8 (and one of 4096 bytes). */
+static void trace_wal(struct tfile *t, uint32_t pid)
+{
+	static char longname[4097];
+
+	chunk_begin(t, pid, pid, 0);
+	event(t, ALEX_TK_PROC, ALEX_TROLE_NONE, -1, 1700000000987654321ull, 0, 4242, 0, 0, 0,
+	      "python3");
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_WAL, -1, 0, 0, 7, 0, 0, 0, "w.db-wal");
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_SHM, -1, 0, 0, 8, 0, 0, 0, "w.db-shm");
+	event(t, ALEX_TK_MMAP, ALEX_TROLE_SHM, 8, 0, 32768, 0, 0, 0, 0, NULL);
+	for (int k = 0; k <= ALEX_TL_GETLK; k++)
+		event(t, ALEX_TK_FCNTL, ALEX_TROLE_SHM, 8, 120 + (uint64_t)k % 9, 1, k % 5 ? 0 : -11,
+		      0, (uint8_t)(k % 3 ? 0 : ALEX_TF_WAIT), (uint8_t)((k % 3) << 6 | k), NULL);
+	event(t, ALEX_TK_PWRITEV, ALEX_TROLE_WAL, 7, 32, 24, 24, 5, ALEX_TF_SERVED, 0, NULL);
+	event(t, ALEX_TK_WRITEV, ALEX_TROLE_WAL, 7, 56, 4096, 4096, 5, ALEX_TF_SERVED, 0, NULL);
+	event(t, ALEX_TK_PWRITE64, ALEX_TROLE_LOG, 9, 8192, 8192, 8192, 0, ALEX_TF_ALEX, 0, NULL);
+	event(t, ALEX_TK_FALLOCATE, ALEX_TROLE_LOG, 9, 0, 1 << 20, 0, 0, ALEX_TF_ALEX, 0, NULL);
+	event(t, ALEX_TK_FDATASYNC, ALEX_TROLE_LOG, 9, 0, 0, 0, 0, ALEX_TF_ALEX, 0, NULL);
+	chunk_end(t, 1);
+	chunk_begin(t, pid, pid + 1, 0);
+	const char *n8[] = { "a", "ab", "abc", "abcd", "abcde", "abcdef", "abcdefg", "abcdefgh",
+			     "" };
+	for (int k = 0; k < 9; k++)
+		event(t, k % 2 ? ALEX_TK_STAT : ALEX_TK_ACCESS, ALEX_TROLE_OTHER, -1, 0, 0, -2, 0, 0,
+		      0, n8[k]);
+	event(t, ALEX_TK_READ, ALEX_TROLE_DB, 3, 0, 4096, 4096, 1, ALEX_TF_SERVED, 0, NULL);
+	event(t, ALEX_TK_READV, ALEX_TROLE_DB, 3, 4096, 8192, 8192, 0, 0, 0, NULL);
+	event(t, ALEX_TK_PREADV, ALEX_TROLE_WAL, 7, 32, 24, 24, 5, 0, 0, NULL);
+	event(t, ALEX_TK_LSEEK, ALEX_TROLE_DB, 3, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FTRUNCATE, ALEX_TROLE_WAL, 7, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FSTATFS, ALEX_TROLE_DB, 3, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FCHMOD, ALEX_TROLE_WAL, 7, 0, 0, 0, 0, 0, 0, NULL);
+	event(t, ALEX_TK_FCHOWN, ALEX_TROLE_WAL, 7, 0, 0, -1, 0, 0, 0, NULL);
+	event(t, ALEX_TK_RENAME, ALEX_TROLE_SUPER, -1, 0, 0, 0, 0, 0, 0, "w.db-mj0123ABCD");
+	event(t, ALEX_TK_WRITE, ALEX_TROLE_OTHER, 10, 0, 17, 17, 0, 0, 0, NULL);
+	event(t, ALEX_TK_UNLINKAT, ALEX_TROLE_WAL, -1, 0, 0, 0, 0, 0, 0, "w.db-wal");
+	event(t, ALEX_TK_FACCESSAT, ALEX_TROLE_JOURNAL, -1, 0, 0, -2, 0, 0, 0, "w.db-journal");
+	chunk_end(t, 0);
+	/* an empty chunk (only drops), then a long name */
+	chunk_begin(t, pid, pid + 2, 7);
+	chunk_end(t, 0);
+	memset(longname, 'x', 4096);
+	chunk_begin(t, pid, pid + 2, 0);
+	event(t, ALEX_TK_OPENAT, ALEX_TROLE_OTHER, -1, 0, 0, -36, 0, 0, 0, longname);
+	chunk_end(t, 1);
+}
+
+static int seed_trace(const char *dir)
+{
+	static struct tfile t;
+	uint8_t ctl;
+	int err = 0;
+
+	/* 0-3: one process; 4-7: three processes and their threads, appended
+	 * in turn, some chunks LZ4; each as written, repaired and recounted */
+	t.len = 0;
+	trace_journal(&t, 1000, 1000, 0);
+	for (int c = 0; !err && c < 4; c++) {
+		ctl = (uint8_t)c;
+		err = put(dir, "trace", c, &ctl, 1, t.buf, t.len);
+	}
+	size_t one = t.len;
+	trace_wal(&t, 2000);
+	trace_journal(&t, 3000, 3001, 1);
+	for (int c = 0; !err && c < 4; c++) {
+		ctl = (uint8_t)c;
+		err = put(dir, "trace", 4 + c, &ctl, 1, t.buf, t.len);
+	}
+	/* damage: a flipped byte in the second process's first (compressed)
+	 * chunk, as is and with its CRC repaired; a lost header byte; a torn
+	 * last chunk; an empty file */
+	ctl = 0;
+	t.buf[one + 60] ^= 0x10;
+	err = err || put(dir, "trace", 8, &ctl, 1, t.buf, t.len);
+	ctl = 1;
+	err = err || put(dir, "trace", 9, &ctl, 1, t.buf, t.len);
+	t.buf[one + 60] ^= 0x10;
+	ctl = 0;
+	err = err || put(dir, "trace", 10, &ctl, 1, t.buf, one + 2) ||
+	      put(dir, "trace", 11, &ctl, 1, t.buf + one + 3, t.len - one - 3) ||
+	      put(dir, "trace", 12, &ctl, 1, t.buf, t.len - 100) ||
+	      put(dir, "trace", 13, &ctl, 1, NULL, 0);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	const char *kind = argc == 3 ? argv[1] : "recover", *dir = argv[argc - 1];
 	int err = 0;
 
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: mkseed [recover|decode|config] DIR\n");
+		fprintf(stderr, "usage: mkseed [recover|decode|config|trace] DIR\n");
 		return 2;
 	}
 	if (strcmp(kind, "recover") == 0) {
@@ -223,6 +433,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(kind, "config") == 0) {
 		for (size_t i = 0; !err && i < sizeof configs / sizeof *configs; i++)
 			err = seed_config(dir, (int)i);
+	} else if (strcmp(kind, "trace") == 0) {
+		err = seed_trace(dir);
 	} else {
 		fprintf(stderr, "mkseed: unknown kind %s\n", kind);
 		return 2;

@@ -217,7 +217,9 @@ static int by_time(const void *a, const void *b)
 	const struct tr_ev *x = a, *y = b;
 	if (x->e.start != y->e.start)
 		return x->e.start < y->e.start ? -1 : 1;
-	return x->e.at < y->e.at ? -1 : x->e.at > y->e.at;
+	/* the same instant: the order they were read in (txn holds it
+	 * until resolve() sets it) */
+	return x->txn < y->txn ? -1 : x->txn > y->txn;
 }
 
 int tr_load(const char *path, struct tr_model *m)
@@ -246,7 +248,8 @@ int tr_load(const char *path, struct tr_model *m)
 	alex_trace_reader_init(&m->rd, buf, (size_t)st.st_size);
 	while (alex_trace_next(&m->rd, &e)) {
 		m->ev = grow(m->ev, &cap, m->nev + 1, sizeof *m->ev);
-		struct tr_ev *v = &m->ev[m->nev++];
+		struct tr_ev *v = &m->ev[m->nev];
+		v->txn = (uint32_t)m->nev++;
 		v->e = e;
 		if (e.name)
 			v->e.name = strndup(e.name, e.name_len);
