@@ -86,7 +86,7 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
 	if ((err = alex_abs_path(dirfd, path, jabs, sizeof jabs)) ||
 	    (err = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs)))
 		return fail(err);
-	struct pdb *db = alex_pdb_find(dabs);
+	struct pdb *db = alex_pdb_find_name(dabs);
 	if (!db)
 		return pass(k, dirfd, path, flags, mode); /* its database is not ours */
 	switch (alex_journal_open(db, jabs, flags, &fd)) {
@@ -114,7 +114,7 @@ static int open_wal(enum open_kind k, int dirfd, const char *path, const char *d
 	struct pdb *db;
 	int err;
 
-	if (alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) || !(db = alex_pdb_find(dabs)))
+	if (alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) || !(db = alex_pdb_find_name(dabs)))
 		return pass(k, dirfd, path, flags, mode); /* its database is not ours */
 	if ((err = alex_serve_wal_open(db))) {
 		alex_pdb_put(db);

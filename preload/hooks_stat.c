@@ -56,7 +56,7 @@ static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
 		alex_pdb_put(db);
 	} else if (role == ROLE_JOURNAL && rc != 0 && errno == ENOENT) {
 		if (alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0) {
-			struct pdb *db = alex_pdb_find(abs);
+			struct pdb *db = alex_pdb_find_name(abs);
 			if (db) {
 				if (alex_journal_stat(db, st) == 0)
 					rc = 0;

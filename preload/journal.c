@@ -83,7 +83,7 @@ struct pdb *alex_journal_find(int dirfd, const char *path)
 	if (!alex_active() || !path || alex_match(path, dbpath, sizeof dbpath) != ROLE_JOURNAL ||
 	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0)
 		return NULL;
-	struct pdb *db = alex_pdb_find(abs);
+	struct pdb *db = alex_pdb_find_name(abs);
 	if (db && __atomic_load_n(&db->jmem, __ATOMIC_ACQUIRE) >= 0)
 		return db;
 	alex_pdb_put(db);

@@ -120,6 +120,28 @@ struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino)
 	return p;
 }
 
+struct pdb *alex_pdb_find_name(const char *path)
+{
+	struct pdb *found = NULL;
+	int n = 0;
+
+	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
+		return NULL;
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p; p = p->next)
+		if (strcmp(p->path, path) == 0) {
+			found = p;
+			n++;
+		}
+	if (n == 1)
+		found->refs++;
+	pthread_mutex_unlock(&reg);
+	/* no database opened under this name (another name of the file?),
+	 * or two (the first deleted or renamed away): the file the name
+	 * stands for now decides */
+	return n == 1 ? found : alex_pdb_find(path);
+}
+
 struct pdb *alex_pdb_find(const char *path)
 {
 	struct stat st;

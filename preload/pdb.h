@@ -12,6 +12,13 @@
 int alex_pdb_get(int fd, const char *path, struct pdb **out);
 /* The pdb of an open database at path, or NULL (with a reference). */
 struct pdb *alex_pdb_find(const char *path);
+/*
+ * By the name a database was opened under, for the names SQLite derives
+ * from it (its journal, its WAL): the database SQLite means, with no
+ * system call.  When no database, or more than one, was opened under that
+ * name, as alex_pdb_find.
+ */
+struct pdb *alex_pdb_find_name(const char *path);
 /* The same, by the file's identity. */
 struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 /* Drops a reference; the last one closes the engine (serve.c). */
