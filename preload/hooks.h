@@ -12,6 +12,8 @@ int alex_active(void);
 /* A vfork()ed child shares our memory until it execs: it must not change
  * the tables. */
 int alex_vfork_child(void);
+/* vfork.c: set once the process has called vfork() */
+extern int alex_vforked;
 /* This process owns the tables (at start, and in a fork()ed child). */
 void alex_owner_reset(void);
 

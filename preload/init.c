@@ -29,7 +29,8 @@ void alex_owner_reset(void)
 
 int alex_vfork_child(void)
 {
-	return getpid() != owner;
+	/* no vfork yet (vfork.c): no child can share our memory */
+	return __atomic_load_n(&alex_vforked, __ATOMIC_RELAXED) && getpid() != owner;
 }
 
 __attribute__((constructor)) static void alex_init(void)

@@ -29,7 +29,7 @@ const char *const dr_hooked[] = {
 	"posix_fallocate", "posix_fallocate64", "fsync", "fdatasync", "sync_file_range",
 	"mmap", "mmap64", "unlink", "unlinkat", "rename", "renameat", "renameat2", "access",
 	"faccessat", "fclose", "closefrom", "closedir", "execve", "execv", "execvp",
-	"execvpe", "fexecve", "_exit", "_Exit", NULL
+	"execvpe", "fexecve", "_exit", "_Exit", "vfork", NULL
 };
 
 _Static_assert(sizeof(dr_hooked) / sizeof(dr_hooked[0]) <= DR_HOOK_MAX + 1,
