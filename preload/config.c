@@ -256,8 +256,6 @@ static void trace_settings(void)
 		return;
 	}
 	alex_cfg.trace = all ? 2 : 1;
-	/* children start elsewhere maybe (chdir, then exec): one file for all */
-	setenv("ALEX_TRACE", alex_cfg.trace_path, 1);
 }
 
 int alex_config_load(void)

@@ -538,6 +538,8 @@ void alex_trace_init(void)
 	}
 	syscall(SYS_close, (int)fd);
 	pthread_atfork(NULL, NULL, forked);
+	/* children may start elsewhere (chdir, then exec): one file for all */
+	setenv("ALEX_TRACE", alex_cfg.trace_path, 1);
 	__atomic_store_n(&alex_tracing, alex_cfg.trace, __ATOMIC_RELEASE);
 	proc_event();
 }

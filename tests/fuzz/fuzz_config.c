@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alex.h"
 #include "config.h"
@@ -34,10 +35,10 @@
 
 #define MAX_INPUT 16384
 
-enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, UNSUPPORTED };
+enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, UNSUPPORTED, TRACE, FLAG };
 
 static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
-static const char *const modes[] = { "alex", "off", NULL };
+static const char *const modes[] = { "alex", "off", "trace", NULL };
 static const char *const syncs[] = { "full", "normal", "off", NULL };
 static const char *const comps[] = { "auto", "lz4", "off", NULL };
 static const char *const hows[] = { "lose", "tear", "keep", NULL };
@@ -46,7 +47,8 @@ static const char *const classes[] = { "logwrite", "grow", "logsync", "ckptwrite
 
 enum { V_LOG, V_MODE, V_SYNC, V_COMPRESS, V_SYNC_MS, V_EXTENT_KB, V_MEMORY_KB,
 	V_CHECKPOINT_MB, V_PREALLOC_MB, V_CHECKPOINT_ON_CLOSE, V_MATCH, V_STATS,
-	V_TEST_POWERCUT, V_TEST_FAULT, V_TEST_REPORT, V_KEY_FILE, V_DIRECT, V_TRACE, NVARS };
+	V_TEST_POWERCUT, V_TEST_FAULT, V_TEST_REPORT, V_KEY_FILE, V_DIRECT, V_TRACE, V_TRACE_ALL,
+	NVARS };
 
 /* man/libalex.7's table: accepted names or range, and the unit's shift */
 static const struct var {
@@ -73,7 +75,8 @@ static const struct var {
 	[V_TEST_REPORT] = { "ALEX_TEST_REPORT", REPORT, NULL, 0, 0, 0 },
 	[V_KEY_FILE] = { "ALEX_KEY_FILE", UNSUPPORTED, NULL, 0, 0, 0 },
 	[V_DIRECT] = { "ALEX_DIRECT", UNSUPPORTED, NULL, 0, 0, 0 },
-	[V_TRACE] = { "ALEX_TRACE", UNSUPPORTED, NULL, 0, 0, 0 },
+	[V_TRACE] = { "ALEX_TRACE", TRACE, NULL, 0, 0, 0 },
+	[V_TRACE_ALL] = { "ALEX_TRACE_ALL", FLAG, NULL, 0, 1, 0 },
 };
 
 /* putenv, not setenv: glibc never frees a value setenv copied, and millions
@@ -203,6 +206,33 @@ static int fault(const char *v, struct alex_test_cfg *t)
 	return strcmp(p, ":enospc") == 0;
 }
 
+/*
+ * ALEX_TRACE (and ALEX_MODE, ALEX_TRACE_ALL): tracing is on in trace mode,
+ * or with ALEX_TRACE set in ALEX mode; the file is alex.trace by default,
+ * made absolute against the directory; a path that does not fit is bad.
+ * 1 accepted, 0 bad.
+ */
+static int trace(const char *const *val)
+{
+	const char *mode = val[V_MODE], *v = val[V_TRACE], *all = val[V_TRACE_ALL];
+	uint64_t x = 0;
+	char cwd[4096] = "", want[8300];
+
+	if ((mode && strcmp(mode, "off") == 0) || (all && !number(all, &vars[V_TRACE_ALL], &x)) ||
+	    (!(mode && strcmp(mode, "trace") == 0) && !v)) {
+		check(alex_cfg.trace == 0);
+		return 1;
+	}
+	const char *p = v ? v : "alex.trace";
+	if (*p != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = 0;
+	snprintf(want, sizeof want, "%s%s%s", cwd, *cwd ? "/" : "", p);
+	if (!*p || strlen(want) >= sizeof alex_cfg.trace_path)
+		return 0;
+	check(alex_cfg.trace == (x ? 2 : 1) && strcmp(alex_cfg.trace_path, want) == 0);
+	return 1;
+}
+
 /* Checks the parsed globs against the value's pieces; 0 when the value is
  * not "up to 16 comma-separated globs, no '/', each under 128 bytes". */
 static int match(const char *v, int compare)
@@ -309,6 +339,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case UNSUPPORTED:
 			ok = !v;
+			break;
+		case TRACE:
+			ok = trace(val);
+			break;
+		case FLAG:
+			ok = !v || number(v, d, &x);
 			break;
 		}
 		must_bad |= ok == 0;
