@@ -13,6 +13,7 @@
 #include "config.h"
 #include "fdtable.h"
 #include "hooks.h"
+#include "journal.h"
 #include "real.h"
 #include "record.h"
 #include "trace.h"
@@ -26,7 +27,9 @@ int alex_close_hook(int fd)
 	/* a close drops every POSIX lock the process holds on the file */
 	if (o && o->role == ROLE_DB)
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
-	int rc = REAL(close)(fd), saved = errno;
+	/* the journal's kept descriptor stays open for its next transaction */
+	int kept = o && o->role == ROLE_JOURNAL && alex_journal_closing(o->db, fd);
+	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	if (o)
 		alex_ofd_put(o); /* the last one closes the engine, checkpointing */

@@ -1,6 +1,7 @@
 /*
  * hooks_io.c - reads, writes, seeks, syncs, truncation and mapping of a
- * tracked database: served by the engine (serve.c).
+ * tracked database, served by the engine (serve.c), and of its journal,
+ * served from memory (journal.c).
  * SQLite's fsync/fdatasync of the database file is the commit boundary.
  */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include "dirsync.h"
 #include "fdtable.h"
 #include "hooks.h"
+#include "journal.h"
 #include "real.h"
 #include "record.h"
 #include "serve.h"
@@ -19,16 +21,31 @@
 #include "trace.h"
 
 /* o, when it is a database the engine serves now (not in WAL mode) */
-static inline int served(const struct ofd *o)
+static inline int db_served(const struct ofd *o)
 {
 	return o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
 }
 
-/* the description of fd if the engine serves it, else NULL */
+/* o, when its bytes are ALEX's: such a database, or an in-memory journal */
+static inline int served(const struct ofd *o)
+{
+	return o && (o->role == ROLE_JOURNAL || (o->role == ROLE_DB && !alex_pdb_direct(o->db)));
+}
+
+/* the description of fd if ALEX serves its bytes, else NULL */
 static inline struct ofd *dbo(int fd)
 {
 	struct ofd *o = alex_fd_get(fd);
 	return served(o) ? o : NULL;
+}
+
+/* Reads or writes for a served description: the engine's, or the journal's. */
+static ssize_t mem_io(struct ofd *o, const struct iovec *iov, int cnt, uint64_t *pos,
+		      enum alex_serve_io how)
+{
+	if (o->role == ROLE_JOURNAL)
+		return alex_journal_io(o->db, iov, cnt, pos, how);
+	return alex_serve_io(o->db, iov, cnt, pos, how);
 }
 
 /* One buffer at off (a pread or pwrite); off < 0 is EINVAL, as the kernel says. */
@@ -41,7 +58,7 @@ static ssize_t db_pio(struct ofd *o, void *buf, size_t n, int64_t off, enum alex
 		errno = EINVAL;
 		return -1;
 	}
-	return alex_serve_io(o->db, &v, 1, &pos, how);
+	return mem_io(o, &v, 1, &pos, how);
 }
 
 static ssize_t db_pread(struct ofd *o, void *buf, size_t n, int64_t off)
@@ -90,15 +107,19 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 			 ssize_t (*real)(int, const void *, size_t, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (served(o))
+	if (db_served(o))
 		return db_pwrite(o, buf, n, off);
-	ssize_t r = real(fd, buf, n, off);
-	if (r > 0)
-		ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
-	if (o && o->role == ROLE_JOURNAL && off == 0 && alex_all_zero(buf, n))
+	if (!o || o->role != ROLE_JOURNAL) {
+		ssize_t r = real(fd, buf, n, off);
+		if (r > 0)
+			ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
+		return r;
+	}
+	ssize_t r = db_pwrite(o, buf, n, off);
+	if (off == 0 && alex_all_zero(buf, n))
 		return journal_done(o, r);
-	if (o && o->role == ROLE_JOURNAL && r == (ssize_t)n)
-		alex_serve_journal_write(o->db, fd, buf, n, off);
+	if (r == (ssize_t)n)
+		alex_serve_journal_write(o->db, buf, n, off);
 	return r;
 }
 ALEX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
@@ -118,7 +139,7 @@ static ssize_t db_rw(struct ofd *o, void *buf, size_t n, int writing)
 	struct iovec v = { buf, n };
 	enum alex_serve_io how = !writing ? ALEX_SERVE_READ
 				: o->append ? ALEX_SERVE_APPEND : ALEX_SERVE_WRITE;
-	return alex_serve_io(o->db, &v, 1, &o->pos, how);
+	return mem_io(o, &v, 1, &o->pos, how);
 }
 
 /* where a read or write at the description's offset starts, when it is
@@ -160,7 +181,7 @@ static ssize_t db_vec(struct ofd *o, const struct iovec *iov, int cnt, int64_t o
 		errno = EINVAL;
 		return -1;
 	}
-	return alex_serve_io(o->db, iov, cnt, off < 0 ? &o->pos : &pos, how);
+	return mem_io(o, iov, cnt, off < 0 ? &o->pos : &pos, how);
 }
 
 ALEX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
@@ -219,6 +240,8 @@ ALEX_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off
 
 static off64_t db_seek(struct ofd *o, off64_t off, int whence)
 {
+	if (o->role == ROLE_JOURNAL)
+		return alex_journal_seek(o->db, &o->pos, off, whence);
 	return alex_serve_seek(o->db, &o->pos, off, whence);
 }
 
@@ -243,7 +266,7 @@ static int sync_common(int fd, int (*real)(int), int *sv)
 	struct ofd *o = alex_fd_get(fd);
 
 	*sv = ALEX_TF_SERVED;
-	if (served(o)) {
+	if (db_served(o)) {
 		ALEX_COUNT(syncs_requested, 1);
 		return alex_serve_commit(o->db);
 	}
@@ -285,8 +308,7 @@ ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int fla
 {
 	/* the base file is not where a served database's data goes; an
 	 * in-memory journal has no pages to write */
-	struct ofd *o = alex_fd_get(fd);
-	if (served(o) || (o && o->role == ROLE_JOURNAL))
+	if (dbo(fd))
 		return 0;
 	return REAL(sync_file_range)(fd, off, n, flags);
 }
@@ -296,13 +318,15 @@ ALEX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned int fla
 static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (served(o))
+	if (db_served(o))
 		return alex_serve_truncate(o->db, size);
+	if (o && o->role == ROLE_JOURNAL) {
+		int r = alex_journal_truncate(o->db, size);
+		return size == 0 ? (int)journal_done(o, r) : r;
+	}
 	int r = real(fd, size);
 	if (r == 0)
 		ALEX_REC(ALEX_TR_TRUNC, o, fd, (uint64_t)size, 0, NULL, NULL);
-	if (o && o->role == ROLE_JOURNAL && size == 0)
-		return (int)journal_done(o, r);
 	return r;
 }
 ALEX_EXPORT int ftruncate(int fd, off_t size)
@@ -325,6 +349,14 @@ static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
 		return EOPNOTSUPP; /* punching holes in a logical file: not supported */
 	if (mode & FALLOC_FL_KEEP_SIZE)
 		return 0;
+	if (o->role == ROLE_JOURNAL) {
+		struct stat64 st;
+		alex_journal_fstat(o->db, &st);
+		if ((uint64_t)st.st_size < (uint64_t)off + (uint64_t)len &&
+		    alex_journal_truncate(o->db, off + len) != 0)
+			return errno;
+		return 0;
+	}
 	return alex_serve_extend(o->db, (uint64_t)off + (uint64_t)len);
 }
 

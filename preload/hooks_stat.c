@@ -28,12 +28,27 @@ static void set_size(struct stat64 *st, struct pdb *db)
 	st->st_blocks = (blkcnt64_t)((size + 511) / 512);
 }
 
-/* After a successful fstat of fd. */
+/* After a successful fstat of fd (or statx, fstatat with AT_EMPTY_PATH). */
 static void fix_fd(int fd, struct stat64 *st)
 {
 	struct ofd *o = alex_fd_get(fd);
 	if (o && o->role == ROLE_DB)
 		set_size(st, o->db);
+	else if (o && o->role == ROLE_JOURNAL)
+		alex_journal_fstat(o->db, st);
+}
+
+/* An in-memory journal's descriptor: answered without the kernel. */
+static struct ofd *journal_fd(int fd)
+{
+	struct ofd *o = alex_fd_get(fd);
+	return o && o->role == ROLE_JOURNAL ? o : NULL;
+}
+
+static int journal_fstat(int fd, struct stat64 *st)
+{
+	alex_journal_fstat(alex_fd_get(fd)->db, st);
+	return 0;
 }
 
 /*
@@ -86,28 +101,32 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout
 
 ALEX_EXPORT int fstat(int fd, struct stat *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(fstat)(fd, st));
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
+			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(fstat)(fd, st));
 	if (r == 0)
 		fix_fd(fd, S64(st));
 	return r;
 }
 ALEX_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(fstat64)(fd, st));
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
+			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(fstat64)(fd, st));
 	if (r == 0)
 		fix_fd(fd, st);
 	return r;
 }
 ALEX_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(__fxstat)(ver, fd, st));
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
+			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(__fxstat)(ver, fd, st));
 	if (r == 0)
 		fix_fd(fd, S64(st));
 	return r;
 }
 ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, 0, REAL(__fxstat64)(ver, fd, st));
+	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
+			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(__fxstat64)(ver, fd, st));
 	if (r == 0)
 		fix_fd(fd, st);
 	return r;

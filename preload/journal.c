@@ -1,40 +1,151 @@
 /*
- * journal.c - SQLite's rollback journal in memory.  A journal that does
- * not exist on disk is made as a memfd owned by the database's pdb: an
- * extent commit is atomic, so the journal serves only SQLite's in-process
- * rollback, and its writes and syncs need not reach the disk.  Its name
- * exists only to the hooks (open, stat, access, truncate, unlink).
+ * journal.c - SQLite's rollback journal in user memory.
+ *
+ * A journal that does not exist on disk lives in a buffer owned by the
+ * database's pdb: an extent commit is atomic, so the journal serves only
+ * SQLite's in-process rollback, and its bytes and syncs need not reach the
+ * kernel.  Its name exists only to the hooks (open, stat, access,
+ * truncate, unlink), and its descriptor is served by the hooks like a
+ * database's (hooks_io.c, hooks_stat.c).
+ *
+ * SQLite still needs a descriptor number of its own.  The pdb keeps one
+ * (a memfd that never holds a byte) open across transactions: SQLite's
+ * open of the journal hands it out and its close gives it back, with no
+ * system call.  The buffer, too, is kept and reused.  In steady state a
+ * transaction's journal costs one access(2) (a journal left on disk by a
+ * program without ALEX must still be seen) and one fstat(2) (the kept
+ * descriptor is still ours: a program may close any number).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dirsync.h"
 #include "hooks.h"
 #include "journal.h"
-#include "trace.h"
 #include "match.h"
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "trace.h"
 
 #define ON_DISK (-1)
+/* a buffer larger than this is given back when its journal is deleted */
+#define KEEP_BYTES (64u << 20)
 
-/* Under db->mu: the memfd, made on first open.  0, ON_DISK (there before
- * us: not ours), or an errno. */
+/* ---- the buffer (under db->mu) ------------------------------------------ */
+
+/* Room for n bytes.  0 or ENOMEM. */
+static int room(struct alex_jmem *j, uint64_t n)
+{
+	if (n <= j->cap)
+		return 0;
+	if (n > SIZE_MAX / 2)
+		return ENOMEM;
+	size_t cap = j->cap ? j->cap : 64 * 1024;
+	while (cap < n)
+		cap *= 2;
+	/* mremap moves pages, never copies them: a large transaction's
+	 * journal grows at no cost per byte */
+	void *p = j->data ? mremap(j->data, j->cap, cap, MREMAP_MAYMOVE)
+			  : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return ENOMEM;
+	j->data = p;
+	j->cap = cap;
+	return 0;
+}
+
+/* The size becomes n; new bytes read as zeros, as a file's do. */
+static int resize(struct alex_jmem *j, uint64_t n)
+{
+	int err = room(j, n);
+	if (err)
+		return err;
+	if (n > j->size)
+		memset(j->data + j->size, 0, n - j->size);
+	j->size = n;
+	return 0;
+}
+
+static void give_back(struct alex_jmem *j)
+{
+	if (j->data)
+		munmap(j->data, j->cap);
+	j->data = NULL;
+	j->cap = 0;
+}
+
+/* ---- the kept descriptor ---------------------------------------------------- */
+
+/* Is j->fd still the memfd we made?  A program that closed it (closefrom)
+ * may have a new file under that number now. */
+static int kept_ok(const struct alex_jmem *j)
+{
+	struct stat st;
+	return j->fd >= 0 && REAL(fstat)(j->fd, &st) == 0 && st.st_ino == j->fd_ino &&
+	       st.st_dev == j->fd_dev;
+}
+
+/* A descriptor for SQLite: the kept one, or (when SQLite holds it already:
+ * two connections with the journal open) a copy.  -1 with errno. */
+static int hand_out(struct alex_jmem *j, int flags)
+{
+	if (!j->held && !kept_ok(j)) {
+		/* made once; remade only if it was closed behind our back */
+		int fd = memfd_create("alex-journal", MFD_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			return -1;
+		if (REAL(fstat)(fd, &st) != 0) {
+			int err = errno;
+			REAL(close)(fd);
+			errno = err;
+			return -1;
+		}
+		j->fd = fd;
+		j->fd_ino = st.st_ino;
+		j->fd_dev = st.st_dev;
+	}
+	if (!j->held) {
+		j->held = 1;
+		return j->fd;
+	}
+	uint64_t t0 = ALEX_TRACE_T0();
+	int cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
+	int fd = REAL(fcntl)(j->fd, cmd, 0);
+	alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FCNTL, j->fd, t0, (uint64_t)cmd, fd, NULL);
+	return fd;
+}
+
+int alex_journal_closing(struct pdb *db, int fd)
+{
+	pthread_mutex_lock(&db->mu);
+	int kept = fd == db->j.fd && db->j.held;
+	if (kept)
+		db->j.held = 0;
+	pthread_mutex_unlock(&db->mu);
+	return kept;
+}
+
+/* ---- by name ------------------------------------------------------------------ */
+
+/* Under db->mu: the journal exists, made now if asked.  0, ON_DISK (there
+ * before us: not ours), or an errno. */
 static int ensure(struct pdb *db, const char *jpath, int flags)
 {
-	if (db->jmem >= 0)
+	if (db->j.exists)
 		return (flags & O_CREAT) && (flags & O_EXCL) ? EEXIST : 0;
 	if (REAL(access)(jpath, F_OK) == 0)
 		return ON_DISK;
 	if (!(flags & O_CREAT))
 		return ENOENT;
-	db->jmem = memfd_create("alex-journal", MFD_CLOEXEC);
-	if (db->jmem < 0)
-		return errno;
+	db->j.size = 0;
+	__atomic_store_n(&db->j.exists, 1, __ATOMIC_RELEASE);
 	alex_dirsync_expect(db);
 	return 0;
 }
@@ -42,28 +153,17 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 {
 	pthread_mutex_lock(&db->mu);
-	int made = db->jmem < 0, err = ensure(db, jpath, flags);
+	int made = !db->j.exists, err = ensure(db, jpath, flags);
 	if (!err) {
-		int cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
-		uint64_t t0 = ALEX_TRACE_T0();
-		*fd = REAL(fcntl)(db->jmem, cmd, 0);
-		alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FCNTL, db->jmem, t0, (uint64_t)cmd, *fd,
-			       NULL);
+		*fd = hand_out(&db->j, flags);
 		if (*fd < 0) {
 			err = errno;
-		} else if (flags & O_TRUNC) {
-			t0 = ALEX_TRACE_T0();
-			int r = REAL(ftruncate)(db->jmem, 0);
-			alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FTRUNCATE, db->jmem, t0, 0, r, NULL);
-			if (r != 0) {
-				err = errno;
-				REAL(close)(*fd);
+			if (made) { /* as if this open never happened */
+				__atomic_store_n(&db->j.exists, 0, __ATOMIC_RELEASE);
+				alex_dirsync_clear(db);
 			}
-		}
-		if (err && made && db->jmem >= 0) { /* as if this open never happened */
-			REAL(close)(db->jmem);
-			db->jmem = -1;
-			alex_dirsync_clear(db);
+		} else if (flags & O_TRUNC) {
+			db->j.size = 0;
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -84,7 +184,7 @@ struct pdb *alex_journal_find(int dirfd, const char *path)
 	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0)
 		return NULL;
 	struct pdb *db = alex_pdb_find_name(abs);
-	if (db && __atomic_load_n(&db->jmem, __ATOMIC_ACQUIRE) >= 0)
+	if (db && __atomic_load_n(&db->j.exists, __ATOMIC_ACQUIRE))
 		return db;
 	alex_pdb_put(db);
 	return NULL;
@@ -93,10 +193,11 @@ struct pdb *alex_journal_find(int dirfd, const char *path)
 int alex_journal_unlink(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
-	int had = db->jmem >= 0;
-	if (had)
-		REAL(close)(db->jmem);
-	db->jmem = -1;
+	int had = db->j.exists;
+	__atomic_store_n(&db->j.exists, 0, __ATOMIC_RELEASE);
+	db->j.size = 0;
+	if (db->j.cap > KEEP_BYTES)
+		give_back(&db->j);
 	pthread_mutex_unlock(&db->mu);
 	if (!had) {
 		errno = ENOENT;
@@ -107,20 +208,143 @@ int alex_journal_unlink(struct pdb *db)
 
 int alex_journal_truncate(struct pdb *db, off_t size)
 {
+	int err = ENOENT;
+
+	if (size < 0)
+		err = EINVAL;
 	pthread_mutex_lock(&db->mu);
-	int r = db->jmem >= 0 ? REAL(ftruncate)(db->jmem, size) : (errno = ENOENT, -1);
-	int err = errno;
+	if (db->j.exists && size >= 0)
+		err = resize(&db->j, (uint64_t)size);
 	pthread_mutex_unlock(&db->mu);
-	errno = err;
-	return r;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/* A regular file with the database's owner and permissions. */
+static void fill_stat(const struct pdb *db, struct stat64 *st)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	memset(st, 0, sizeof *st);
+	st->st_dev = db->dev;
+	st->st_ino = db->j.fd_ino;
+	st->st_mode = S_IFREG | (db->mode & 07777);
+	st->st_nlink = 1;
+	st->st_uid = db->uid;
+	st->st_gid = db->gid;
+	st->st_size = (off64_t)db->j.size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt64_t)((db->j.size + 511) / 512);
+	st->st_atim = st->st_mtim = st->st_ctim = now;
 }
 
 int alex_journal_stat(struct pdb *db, struct stat64 *st)
 {
 	pthread_mutex_lock(&db->mu);
-	int r = db->jmem >= 0 ? REAL(fstat64)(db->jmem, st) : (errno = ENOENT, -1);
-	int err = errno;
+	int exists = db->j.exists;
+	if (exists)
+		fill_stat(db, st);
 	pthread_mutex_unlock(&db->mu);
-	errno = err;
-	return r;
+	if (!exists) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- by descriptor ------------------------------------------------------------ */
+
+void alex_journal_fstat(struct pdb *db, struct stat64 *st)
+{
+	pthread_mutex_lock(&db->mu);
+	fill_stat(db, st);
+	pthread_mutex_unlock(&db->mu);
+}
+
+ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
+			enum alex_serve_io how)
+{
+	int err = 0;
+	ssize_t total = 0;
+
+	pthread_mutex_lock(&db->mu);
+	struct alex_jmem *j = &db->j;
+	uint64_t at = how == ALEX_SERVE_APPEND ? j->size : *pos;
+	for (int i = 0; i < cnt && !err; i++) {
+		size_t n = iov[i].iov_len;
+		if (how & ALEX_SERVE_WRITE) {
+			/* only a gap before the bytes is zeroed: they are copied */
+			if (at + n > j->size && (err = room(j, at + n)))
+				break;
+			if (at > j->size)
+				memset(j->data + j->size, 0, at - j->size);
+			memcpy(j->data + at, iov[i].iov_base, n);
+			if (at + n > j->size)
+				j->size = at + n;
+		} else {
+			n = at >= j->size ? 0 : j->size - at < n ? (size_t)(j->size - at) : n;
+			memcpy(iov[i].iov_base, j->data + at, n);
+		}
+		at += n;
+		total += (ssize_t)n;
+		if (n < iov[i].iov_len)
+			break; /* the end of the journal */
+	}
+	if (!err)
+		*pos = at;
+	pthread_mutex_unlock(&db->mu);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return total;
+}
+
+int64_t alex_journal_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
+{
+	pthread_mutex_lock(&db->mu);
+	int64_t size = (int64_t)db->j.size, to = -1;
+	switch (whence) {
+	case SEEK_SET: to = off; break;
+	case SEEK_CUR: to = (int64_t)*pos + off; break;
+	case SEEK_END: to = size + off; break;
+	case SEEK_DATA: to = off < size ? off : -1; break;
+	case SEEK_HOLE: to = off < size ? size : -1; break;
+	}
+	pthread_mutex_unlock(&db->mu);
+	if (to < 0) {
+		errno = whence == SEEK_DATA || whence == SEEK_HOLE ? ENXIO : EINVAL;
+		return -1;
+	}
+	*pos = (uint64_t)to;
+	return to;
+}
+
+size_t alex_journal_read_locked(struct pdb *db, void *buf, size_t n, uint64_t off)
+{
+	const struct alex_jmem *j = &db->j;
+	if (off >= j->size)
+		return 0;
+	if (n > j->size - off)
+		n = (size_t)(j->size - off);
+	memcpy(buf, j->data + off, n);
+	return n;
+}
+
+void alex_journal_forget(struct pdb *db)
+{
+	__atomic_store_n(&db->j.exists, 0, __ATOMIC_RELEASE);
+	db->j.size = 0;
+}
+
+void alex_journal_free(struct pdb *db)
+{
+	give_back(&db->j);
+	if (db->j.fd >= 0)
+		REAL(close)(db->j.fd);
+	db->j.fd = -1;
 }

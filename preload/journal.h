@@ -1,14 +1,16 @@
 /*
  * journal.h - SQLite's rollback journal kept in memory (journal.c).  A
  * journal's content is needed only for SQLite's in-process rollback: the
- * log's commit is atomic without it.  So it lives in a memfd that the
- * database's pdb owns, and its name exists only to the hooks.
+ * log's commit is atomic without it.  So it lives in a buffer that the
+ * database's pdb owns, and its name and descriptor exist only to the hooks.
  */
 #ifndef ALEX_PRELOAD_JOURNAL_H
 #define ALEX_PRELOAD_JOURNAL_H
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 
+#include "serve.h"
 #include "state.h"
 
 enum alex_journal_open { ALEX_JOURNAL_MEM, ALEX_JOURNAL_DISK };
@@ -23,8 +25,27 @@ struct pdb *alex_journal_find(int dirfd, const char *path);
 /* SQLite deletes the journal (DELETE mode): the transaction is committed.
  * 0 or -1. */
 int alex_journal_unlink(struct pdb *db);
-/* truncate(2) and stat(2) of the in-memory journal by name.  0 or -1. */
+/* truncate(2) and stat(2) of the in-memory journal by name (and
+ * ftruncate: the same).  0 or -1. */
 int alex_journal_truncate(struct pdb *db, off_t size);
 int alex_journal_stat(struct pdb *db, struct stat64 *st);
+
+/* A descriptor of it: fstat, reads and writes at *pos (bytes done, or -1),
+ * lseek (the new offset, or -1). */
+void alex_journal_fstat(struct pdb *db, struct stat64 *st);
+ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
+			enum alex_serve_io how);
+int64_t alex_journal_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence);
+/* SQLite closes fd, a descriptor of db's journal: 1 when it is the kept
+ * one, which stays open for the next transaction (the caller must not
+ * close it), 0 when it is to be closed. */
+int alex_journal_closing(struct pdb *db, int fd);
+/* Up to n bytes at off, under db->mu (multidb.c reads a super-journal's
+ * name there): the bytes copied. */
+size_t alex_journal_read_locked(struct pdb *db, void *buf, size_t n, uint64_t off);
+/* A fork()ed child's copy no longer exists by name; the registry frees it
+ * all with its pdb. */
+void alex_journal_forget(struct pdb *db);
+void alex_journal_free(struct pdb *db);
 
 #endif

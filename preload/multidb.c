@@ -45,6 +45,7 @@
 
 #include "config.h"
 #include "errmap.h"
+#include "journal.h"
 #include "multidb.h"
 #include "real.h"
 #include "record.h"
@@ -79,17 +80,29 @@ static uint32_t name_sum(const char *s, size_t n)
  * Reads the super-journal name at the end of a journal of size sz (the
  * layout pager.c's readSuperJournal reads): "" if there is none.
  */
-static void read_super(int fd, uint64_t end, char *out, size_t cap)
+/* A journal's bytes: on disk (a descriptor) or in memory (a pdb's). */
+typedef size_t (*jread_fn)(void *from, void *buf, size_t n, uint64_t off);
+
+static size_t read_fd(void *from, void *buf, size_t n, uint64_t off)
+{
+	ssize_t r = REAL(pread)(*(int *)from, buf, n, (off_t)off);
+	return r < 0 ? 0 : (size_t)r;
+}
+
+static size_t read_mem(void *from, void *buf, size_t n, uint64_t off)
+{
+	return alex_journal_read_locked(from, buf, n, off);
+}
+
+static void read_super(jread_fn rd, void *from, uint64_t end, char *out, size_t cap)
 {
 	unsigned char t[16];
 
 	out[0] = 0;
-	if (end < 16 || REAL(pread)(fd, t, 16, (off_t)(end - 16)) != 16 ||
-	    memcmp(t + 8, journal_magic, 8) != 0)
+	if (end < 16 || rd(from, t, 16, end - 16) != 16 || memcmp(t + 8, journal_magic, 8) != 0)
 		return;
 	uint32_t len = get_be32(t), sum = get_be32(t + 4);
-	if (!len || len >= cap || len > end - 16 ||
-	    REAL(pread)(fd, out, len, (off_t)(end - 16 - len)) != (ssize_t)len) {
+	if (!len || len >= cap || len > end - 16 || rd(from, out, len, end - 16 - len) != len) {
 		out[0] = 0;
 		return;
 	}
@@ -98,13 +111,14 @@ static void read_super(int fd, uint64_t end, char *out, size_t cap)
 		out[0] = 0;
 }
 
-int alex_multidb_super_of(int fd, const void *buf, size_t n, int64_t off, char *name, size_t cap)
+int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
+			  size_t cap)
 {
 	/* the last write of writeSuperJournal: the magic after name, length
 	 * and checksum (the journal's own header, at 0, starts with it too) */
 	if (n != 8 || off <= 16 || memcmp(buf, journal_magic, 8) != 0)
 		return 0;
-	read_super(fd, (uint64_t)off + 8, name, cap);
+	read_super(read_mem, db, (uint64_t)off + 8, name, cap);
 	return name[0] != 0;
 }
 
@@ -279,7 +293,7 @@ static void drop_super(const char *super)
 			continue;
 		struct stat js;
 		if (REAL(fstat)(jfd, &js) == 0)
-			read_super(jfd, (uint64_t)js.st_size, name, sizeof name);
+			read_super(read_fd, &jfd, (uint64_t)js.st_size, name, sizeof name);
 		else
 			name[0] = 0;
 		REAL(close)(jfd);
@@ -307,7 +321,7 @@ void alex_multidb_cleanup(struct pdb *db)
 	name[0] = 0;
 	if (fd >= 0) {
 		if (REAL(fstat)(fd, &st) == 0)
-			read_super(fd, (uint64_t)st.st_size, name, sizeof name);
+			read_super(read_fd, &fd, (uint64_t)st.st_size, name, sizeof name);
 		REAL(close)(fd);
 	}
 	drop_ref(db);

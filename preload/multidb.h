@@ -9,9 +9,11 @@
 
 /* Is path named as SQLite names a super-journal ("<db>-mj" and hex)? */
 int alex_multidb_is_super(const char *path);
-/* A write to an in-memory journal (fd) that succeeded: is it the one that
- * names a super-journal?  Then its name is in name (cap bytes). */
-int alex_multidb_super_of(int fd, const void *buf, size_t n, int64_t off, char *name, size_t cap);
+/* A write to db's in-memory journal that succeeded: is it the one that
+ * names a super-journal?  Then its name is in name (cap bytes).  Under
+ * db->mu. */
+int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
+			  size_t cap);
 
 /* The functions below act on db with db->mu held (serve.c). */
 /* db's journal names super: its transaction spans databases. */

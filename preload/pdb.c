@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "journal.h"
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
@@ -71,7 +72,10 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	}
 	p->dev = st->st_dev;
 	p->ino = st->st_ino;
-	p->jmem = -1;
+	p->mode = st->st_mode;
+	p->uid = st->st_uid;
+	p->gid = st->st_gid;
+	p->j.fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
 	if ((err = alex_serve_open(p))) {
@@ -208,8 +212,7 @@ void alex_pdb_put(struct pdb *p)
 	pthread_mutex_unlock(&reg);
 	alex_serve_close(p);
 	alex_dirsync_clear(p);
-	if (p->jmem >= 0)
-		REAL(close)(p->jmem);
+	alex_journal_free(p);
 	pthread_mutex_unlock(&life);
 	release(p);
 }

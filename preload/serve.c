@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "errmap.h"
+#include "journal.h"
 #include "multidb.h"
 #include "real.h"
 #include "serve.h"
@@ -294,14 +295,13 @@ int alex_serve_journal_done(struct pdb *db)
 	return r;
 }
 
-void alex_serve_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off)
+void alex_serve_journal_write(struct pdb *db, const void *buf, size_t n, int64_t off)
 {
 	char name[PATH_MAX];
 
-	if (!alex_multidb_super_of(fd, buf, n, off, name, sizeof name))
-		return;
 	pthread_mutex_lock(&db->mu);
-	alex_multidb_begin(db, name);
+	if (alex_multidb_super_of(db, buf, n, off, name, sizeof name))
+		alex_multidb_begin(db, name);
 	pthread_mutex_unlock(&db->mu);
 }
 
@@ -411,9 +411,7 @@ void alex_serve_sync_due(struct pdb *db)
  */
 void alex_serve_forget(struct pdb *db)
 {
-	if (db->jmem >= 0)
-		REAL(close)(db->jmem);
-	db->jmem = -1;
+	alex_journal_forget(db);
 	db->skip_dirsync = 0;
 	/* the parent's unfinished transaction is the parent's: if the child
 	 * closed its copies of SQLite's descriptors, the last close must not

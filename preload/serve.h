@@ -47,9 +47,9 @@ int alex_serve_extend(struct pdb *db, uint64_t end);
 int alex_serve_commit(struct pdb *db);
 /* SQLite finalized db's journal: its transaction is over.  0 or -1. */
 int alex_serve_journal_done(struct pdb *db);
-/* A write to db's in-memory journal (fd), after it succeeded: SQLite may
- * be naming a super-journal (multidb.c). */
-void alex_serve_journal_write(struct pdb *db, int fd, const void *buf, size_t n, int64_t off);
+/* A write to db's in-memory journal, after it succeeded: SQLite may be
+ * naming a super-journal (multidb.c). */
+void alex_serve_journal_write(struct pdb *db, const void *buf, size_t n, int64_t off);
 /* SQLite is about to remove super, a super-journal: db's part of that
  * transaction is committed first, if db has one.  0 or an errno. */
 int alex_serve_super_commit(struct pdb *db, const char *super);

@@ -21,6 +21,19 @@
 
 enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM };
 
+/* A database's rollback journal, in memory (journal.c; under the pdb's mu). */
+struct alex_jmem {
+	int exists;          /* by name (atomic: alex_journal_find reads it
+				without the lock) */
+	uint8_t *data;       /* its bytes: size of them, in cap mapped */
+	uint64_t size;
+	size_t cap;
+	int fd;              /* the descriptor kept for it, or -1 */
+	int held;            /* SQLite has fd open now */
+	dev_t fd_dev;        /* fd's file, to know it is still ours */
+	ino_t fd_ino;
+};
+
 struct pdb {
 	dev_t dev;
 	ino_t ino;
@@ -28,7 +41,11 @@ struct pdb {
 	alex_db *eng;
 	pthread_mutex_t mu;  /* serialises engine calls */
 	int refs;            /* ofds and lookups holding it; registry lock */
-	int jmem;            /* our memfd holding the in-memory journal, or -1 */
+	struct alex_jmem j;  /* the journal, when SQLite's lives in memory */
+	mode_t mode;         /* the database's permissions and owner when it
+				was opened: the journal's too */
+	uid_t uid;
+	gid_t gid;
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
@@ -69,7 +86,8 @@ static inline int alex_dirsync_clear(struct pdb *db)
 struct ofd {
 	struct pdb *db;
 	enum alex_role role; /* ROLE_DB: served by the engine (unless direct);
-				ROLE_JOURNAL: a memfd, only its syncs are ours;
+				ROLE_JOURNAL: the in-memory journal, served by
+				journal.c;
 				ROLE_WAL: SQLite's -wal, passed through and
 				counted in db->wal_ofds */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
