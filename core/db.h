@@ -82,6 +82,16 @@ struct alex_db {
 	uint8_t *rec;
 	size_t rec_cap;
 	uint8_t *scratch;         /* two blocks: decode input, block assembly */
+	/* page 1's newest log copy, decoded (read.c): SQLite reads its change
+	 * counter at every transaction, and this engine wrote it last, more
+	 * often than not.  Valid for one place in one epoch of the log. */
+	struct alex_page1 {
+		int valid;
+		struct alex_loc loc;
+		uint64_t epoch;
+		uint32_t salt;
+		uint8_t *img;     /* a block, made with scratch */
+	} p1;
 	struct alex_ks *order;    /* live collector slots sorted by key */
 
 	/* transactions across databases (alex_commit_cond) */

@@ -26,6 +26,8 @@ int alex_bases_open(struct alex_db *db);
 /* read.c: the committed-or-spilled content of a block, ignoring the
  * collector. */
 int alex_block_load(struct alex_db *db, unsigned f, uint64_t blk, uint8_t *out);
+/* Page 1 as a committed record holds it at loc: kept decoded (read.c). */
+void alex_page1_keep(struct alex_db *db, const struct alex_loc *loc, const uint8_t *img);
 
 /* write.c */
 /* Has the open transaction changed anything (blocks, sizes, truncations)? */

@@ -73,6 +73,7 @@ static void free_db(alex_db *db)
 	alex_col_free(&db->col);
 	free(db->rec);
 	free(db->scratch);
+	free(db->p1.img);
 	free(db->order);
 	alex_codec_free(db);
 	free(db);
@@ -141,9 +142,11 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->path[f] = join(db_path, file_suffix[f]);
 	db->log_path = join(db_path, "-alex");
 	db->scratch = aligned_alloc(ALEX_BLOCK, 2 * ALEX_BLOCK);
+	db->p1.img = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK);
 	db->order = malloc(slots * sizeof *db->order);
 	err = ALEX_ENOMEM;
 	if (!db->path[0] || !db->path[1] || !db->path[2] || !db->log_path || !db->scratch ||
+	    !db->p1.img ||
 	    !db->order || alex_col_init(&db->col, (uint32_t)slots) ||
 	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
 		goto fail;

@@ -11,16 +11,46 @@
 #include "log.h"
 #include "protect.h"
 
+static int p1_holds(const alex_db *db, const struct alex_loc *loc)
+{
+	const struct alex_page1 *p = &db->p1;
+	return p->valid && p->loc.off == loc->off && p->loc.len == loc->len &&
+	       p->loc.crc == loc->crc && p->loc.flags == loc->flags && p->epoch == db->hdr.epoch &&
+	       p->salt == db->hdr.salt;
+}
+
+/* Page 1's image as stored at loc (a committed record of this epoch: a
+ * place in the log that is never written again in the epoch). */
+void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img)
+{
+	memcpy(db->p1.img, img, ALEX_BLOCK);
+	db->p1.loc = *loc;
+	db->p1.epoch = db->hdr.epoch;
+	db->p1.salt = db->hdr.salt;
+	db->p1.valid = 1;
+}
+
 /* The committed-or-spilled content of a block, ignoring the collector. */
 int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 {
 	uint64_t key = alex_key(f, blk);
 	const struct alex_loc *loc = alex_map_get(&db->pending, key);
 	size_t got = 0;
-	int err;
+	int err, committed = !loc;
 
 	if (!loc)
 		loc = alex_map_get(&db->map, key);
+	/* only a committed record's place is never written again in the
+	 * epoch; a spilled one's may be, after the transaction is dropped */
+	if (loc && committed && key == alex_key(ALEX_FILE_DB, 0)) {
+		if (p1_holds(db, loc)) {
+			memcpy(out, db->p1.img, ALEX_BLOCK);
+			return 0;
+		}
+		if (!(err = alex_log_read_block(db, loc, out)))
+			alex_page1_keep(db, loc, out);
+		return err;
+	}
 	if (loc)
 		return alex_log_read_block(db, loc, out);
 	uint64_t off = blk << ALEX_BLOCK_SHIFT;

@@ -115,6 +115,12 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 		struct alex_loc l = { pos, e.stored_len, e.crc, e.flags };
 		if (!err)
 			err = alex_map_put(target, db->order[i].key, &l);
+		if (target == &db->map && db->order[i].key == alex_key(ALEX_FILE_DB, 0)) {
+			/* the next transaction's first read: no decode for it */
+			int64_t s = alex_col_find(&db->col, db->order[i].key);
+			if (s >= 0)
+				alex_page1_keep(db, &l, alex_col_slot(&db->col, (uint32_t)s));
+		}
 		pos += e.stored_len;
 	}
 	alex_col_clear(&db->col);
