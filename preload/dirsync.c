@@ -3,10 +3,22 @@
  * the journal's name is durable before the database is written.  A journal
  * made in memory has no name on disk: that sync is moot, and skipped.  Any
  * real file created meanwhile cancels the skip (its name must be durable).
+ *
+ * The directory's open and close for that sync are skipped too: the pdb
+ * keeps a descriptor of its directory, handed out when SQLite opens the
+ * directory while its sync is expected and taken back at SQLite's close.
+ * SQLite does nothing with it but fsync (moot) and close.  Should the
+ * program close that number behind our back and the kernel reuse it,
+ * SQLite's fsync and close of it still end in the hooks, and the kept
+ * number is closed at the end only if it still is the directory.
  */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "dirsync.h"
+#include "fdtable.h"
 #include "pdb.h"
 #include "real.h"
 
@@ -42,6 +54,9 @@ int alex_dirsync_take(int fd)
 
 	if (!__atomic_load_n(&alex_dirsync_count, __ATOMIC_ACQUIRE))
 		return 0;
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_DIR)
+		return alex_dirsync_clear(o->db);
 	if (REAL(fstat)(fd, &st) != 0 || !S_ISDIR(st.st_mode))
 		return 0;
 	struct take t = { st.st_dev, st.st_ino, 0 };
@@ -67,4 +82,66 @@ void alex_dirsync_forked(void)
 	/* runs before the pdbs forget theirs (alex_serve_forget, which clears
 	 * the flags without counting): the child starts from none */
 	alex_dirsync_count = 0;
+}
+
+struct find_dir {
+	const char *path;
+	struct pdb *db;
+};
+
+static int find_one(struct pdb *db, void *arg)
+{
+	struct find_dir *f = arg;
+
+	if (f->db || !__atomic_load_n(&db->skip_dirsync, __ATOMIC_ACQUIRE) || !db->dir_path ||
+	    strcmp(db->dir_path, f->path) != 0)
+		return 0;
+	pthread_mutex_lock(&db->mu);
+	if (!db->dir_held) {
+		if (db->dir_fd < 0)
+			db->dir_fd = REAL(open)(db->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (db->dir_fd >= 0) {
+			db->dir_held = 1;
+			f->db = db;
+		}
+	}
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+int alex_dirsync_open(const char *path, int flags, struct pdb **db)
+{
+	struct find_dir f = { path, NULL };
+
+	if (!__atomic_load_n(&alex_dirsync_count, __ATOMIC_ACQUIRE) || !path ||
+	    (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) != O_RDONLY)
+		return -1;
+	alex_pdb_each(find_one, &f);
+	if (!f.db)
+		return -1;
+	*db = f.db;
+	alex_pdb_ref(f.db);
+	return f.db->dir_fd;
+}
+
+int alex_dirsync_closing(struct pdb *db, int fd)
+{
+	pthread_mutex_lock(&db->mu);
+	int kept = fd == db->dir_fd && db->dir_held;
+	if (kept)
+		db->dir_held = 0;
+	pthread_mutex_unlock(&db->mu);
+	return kept;
+}
+
+void alex_dirsync_free(struct pdb *db)
+{
+	struct stat st;
+
+	if (db->dir_fd >= 0 && REAL(fstat)(db->dir_fd, &st) == 0 && st.st_dev == db->dir_dev &&
+	    st.st_ino == db->dir_ino)
+		REAL(close)(db->dir_fd);
+	db->dir_fd = -1;
+	free(db->dir_path);
+	db->dir_path = NULL;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dirsync.h"
 #include "fdtable.h"
 #include "hooks.h"
 #include "journal.h"
@@ -27,8 +28,10 @@ int alex_close_hook(int fd)
 	/* a close drops every POSIX lock the process holds on the file */
 	if (o && o->role == ROLE_DB)
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
-	/* the journal's kept descriptor stays open for its next transaction */
-	int kept = o && o->role == ROLE_JOURNAL && alex_journal_closing(o->db, fd);
+	/* the journal's and the directory's kept descriptors stay open for
+	 * the next transaction */
+	int kept = o && ((o->role == ROLE_JOURNAL && alex_journal_closing(o->db, fd)) ||
+			 (o->role == ROLE_DIR && alex_dirsync_closing(o->db, fd)));
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	if (o)
@@ -44,9 +47,13 @@ ALEX_EXPORT int close(int fd)
 	if (!tr || alex_vfork_child())
 		return alex_close_hook(fd);
 	uint64_t t0 = alex_trace_now();
+	struct ofd *o = alex_fd_get(fd);
+	/* a kept descriptor (journal, directory) is not closed: served */
+	int sv = o && ((o->role == ROLE_JOURNAL && fd == o->db->j.fd) ||
+		       (o->role == ROLE_DIR && fd == o->db->dir_fd)) ? ALEX_TF_SERVED : 0;
 	alex_trace_closed(fd);
 	int r = alex_close_hook(fd);
-	alex_trace_io(tr, ALEX_TK_CLOSE, fd, t0, 0, 0, r, NULL, 0);
+	alex_trace_io(tr, ALEX_TK_CLOSE, fd, t0, 0, 0, r, NULL, sv);
 	return r;
 }
 

@@ -183,6 +183,25 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 	return fd;
 }
 
+/* SQLite opening a database's directory for a sync that is moot: the
+ * descriptor kept for it (dirsync.c), or -1 to open as usual. */
+static int open_dir(const char *path, int flags)
+{
+	struct pdb *db;
+	int fd = alex_dirsync_open(path, flags, &db);
+
+	if (fd < 0)
+		return -1;
+	struct ofd *o = alex_ofd_new(db, ROLE_DIR);
+	if (!o || alex_fd_set(fd, o)) {
+		free(o);
+		alex_dirsync_closing(db, fd);
+		alex_pdb_put(db);
+		return -1;
+	}
+	return fd;
+}
+
 static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
 {
 	char dbpath[PATH_MAX];
@@ -195,6 +214,11 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		if (fd >= 0)
 			errno = saved;
 		return fd;
+	}
+	if (role == ROLE_NONE && !alex_cfg.bad && !alex_vfork_child()) {
+		int fd = open_dir(path, flags);
+		if (fd >= 0)
+			return fd;
 	}
 	if (role == ROLE_NONE || role == ROLE_WAL || role == ROLE_SHM) {
 		if (flags & O_CREAT)
@@ -227,8 +251,9 @@ static int do_open(enum open_kind k, int dirfd, const char *path, int flags, mod
 	uint64_t t0 = alex_trace_now();
 	int fd = open_inner(k, dirfd, path, flags, mode);
 	struct ofd *o = fd >= 0 ? alex_fd_get(fd) : NULL;
-	/* an in-memory journal is a memfd: no file was opened */
-	alex_trace_opened(fd, path, t0, o && o->role == ROLE_JOURNAL ? ALEX_TF_SERVED : 0);
+	/* an in-memory journal, a kept directory: no file was opened */
+	alex_trace_opened(fd, path, t0,
+			  o && (o->role == ROLE_JOURNAL || o->role == ROLE_DIR) ? ALEX_TF_SERVED : 0);
 	return fd;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dirsync.h"
 #include "journal.h"
 #include "pdb.h"
 #include "real.h"
@@ -51,6 +52,7 @@ static void dir_identity(struct pdb *p)
 
 	memcpy(dir, p->path, n);
 	dir[n] = 0;
+	p->dir_path = strdup(dir);
 	if (REAL(stat)(dir, &st) == 0) {
 		p->dir_dev = st.st_dev;
 		p->dir_ino = st.st_ino;
@@ -76,6 +78,7 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->uid = st->st_uid;
 	p->gid = st->st_gid;
 	p->j.fd = -1;
+	p->dir_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
 	if ((err = alex_serve_open(p))) {
@@ -184,6 +187,13 @@ void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg)
 	pthread_mutex_unlock(&reg);
 }
 
+void alex_pdb_ref(struct pdb *p)
+{
+	pthread_mutex_lock(&reg);
+	p->refs++;
+	pthread_mutex_unlock(&reg);
+}
+
 void alex_pdb_put(struct pdb *p)
 {
 	if (!p)
@@ -212,6 +222,7 @@ void alex_pdb_put(struct pdb *p)
 	pthread_mutex_unlock(&reg);
 	alex_serve_close(p);
 	alex_dirsync_clear(p);
+	alex_dirsync_free(p);
 	alex_journal_free(p);
 	pthread_mutex_unlock(&life);
 	release(p);

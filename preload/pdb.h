@@ -23,6 +23,8 @@ struct pdb *alex_pdb_find_name(const char *path);
 struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 /* Drops a reference; the last one closes the engine (serve.c). */
 void alex_pdb_put(struct pdb *db);
+/* One more reference to a database the caller holds one to. */
+void alex_pdb_ref(struct pdb *db);
 
 /* Calls fn for each database this process has open (up to 64), holding a
  * reference, not the registry; stops at the first nonzero result. */

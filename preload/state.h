@@ -19,7 +19,7 @@
 
 #include "alex.h"
 
-enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM };
+enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM, ROLE_DIR };
 
 /* A database's rollback journal, in memory (journal.c; under the pdb's mu). */
 struct alex_jmem {
@@ -48,6 +48,10 @@ struct pdb {
 	gid_t gid;
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
+	char *dir_path;      /* its name (dirsync.c) */
+	int dir_fd;          /* a descriptor of it kept for SQLite's moot
+				syncs, or -1; dir_held: SQLite has it now */
+	int dir_held;
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
 	char *super;         /* the super-journal the in-memory journal names:
 				a transaction across databases (multidb.c) */
@@ -89,7 +93,9 @@ struct ofd {
 				ROLE_JOURNAL: the in-memory journal, served by
 				journal.c;
 				ROLE_WAL: SQLite's -wal, passed through and
-				counted in db->wal_ofds */
+				counted in db->wal_ofds;
+				ROLE_DIR: the database's directory, opened
+				for a sync that is moot (dirsync.c) */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
 	int append;
 	int refs;            /* descriptors pointing here (atomic) */
