@@ -173,10 +173,13 @@ static int commit(alex_db *db, int sync, const char *cond)
 	uint64_t off;
 	int err;
 
-	if (db->failed)
-		return ALEX_EFAILED;
+	/* nothing to commit: a failed engine lets SQLite end its transaction
+	 * (release its lock, delete its journal) and say the error at its
+	 * next read or write instead */
 	if (!alex_txn_open(db))
 		return 0;
+	if (db->failed)
+		return ALEX_EFAILED;
 	int to_wal = enters_wal(db);
 	db->cond = cond;
 	err = write_commit(db, &len, &n, &off);

@@ -113,6 +113,13 @@ static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint6
  */
 int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off, size_t *got)
 {
+	/* A failed engine may have lost its map halfway (a checkpoint that
+	 * could not begin the next epoch): what it would read is not known
+	 * to be the database.  An error, not a wrong page; a reopen recovers. */
+	if (db->failed) {
+		*got = 0;
+		return ALEX_EFAILED;
+	}
 	int err = read_once(db, f, buf, len, off, got);
 	if (err == ALEX_EBADBLOCK && !db->failed && !alex_txn_open(db)) {
 		uint64_t epoch = db->hdr.epoch;
