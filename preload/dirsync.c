@@ -97,11 +97,11 @@ static int find_one(struct pdb *db, void *arg)
 	    strcmp(db->dir_path, f->path) != 0)
 		return 0;
 	pthread_mutex_lock(&db->mu);
-	if (!db->dir_held) {
-		if (db->dir_fd < 0)
-			db->dir_fd = REAL(open)(db->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (db->dir_fd >= 0) {
-			db->dir_held = 1;
+	if (!db->dir.held) {
+		if (db->dir.fd < 0)
+			db->dir.fd = REAL(open)(db->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (db->dir.fd >= 0) {
+			db->dir.held = 1;
 			f->db = db;
 		}
 	}
@@ -121,27 +121,12 @@ int alex_dirsync_open(const char *path, int flags, struct pdb **db)
 		return -1;
 	*db = f.db;
 	alex_pdb_ref(f.db);
-	return f.db->dir_fd;
-}
-
-int alex_dirsync_closing(struct pdb *db, int fd)
-{
-	pthread_mutex_lock(&db->mu);
-	int kept = fd == db->dir_fd && db->dir_held;
-	if (kept)
-		db->dir_held = 0;
-	pthread_mutex_unlock(&db->mu);
-	return kept;
+	return f.db->dir.fd;
 }
 
 void alex_dirsync_free(struct pdb *db)
 {
-	struct stat st;
-
-	if (db->dir_fd >= 0 && REAL(fstat)(db->dir_fd, &st) == 0 && st.st_dev == db->dir_dev &&
-	    st.st_ino == db->dir_ino)
-		REAL(close)(db->dir_fd);
-	db->dir_fd = -1;
+	alex_pdb_kept_close(&db->dir, db->dir_dev, db->dir_ino);
 	free(db->dir_path);
 	db->dir_path = NULL;
 }

@@ -21,9 +21,6 @@ void alex_dirsync_forked(void);
  * table, with a reference to the database in *db.  Else -1.
  */
 int alex_dirsync_open(const char *path, int flags, struct pdb **db);
-/* SQLite closes fd, a ROLE_DIR descriptor of db: 1 when it is the kept one
- * (not to be closed). */
-int alex_dirsync_closing(struct pdb *db, int fd);
 /* The pdb goes: its kept descriptor is closed, if it is still its. */
 void alex_dirsync_free(struct pdb *db);
 

@@ -14,7 +14,7 @@
 #include "dirsync.h"
 #include "fdtable.h"
 #include "hooks.h"
-#include "journal.h"
+#include "pdb.h"
 #include "real.h"
 #include "record.h"
 #include "trace.h"
@@ -30,8 +30,8 @@ int alex_close_hook(int fd)
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
 	/* the journal's and the directory's kept descriptors stay open for
 	 * the next transaction */
-	int kept = o && ((o->role == ROLE_JOURNAL && alex_journal_closing(o->db, fd)) ||
-			 (o->role == ROLE_DIR && alex_dirsync_closing(o->db, fd)));
+	struct alex_kept *k = alex_ofd_kept(o);
+	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	if (o)
@@ -49,8 +49,8 @@ ALEX_EXPORT int close(int fd)
 	uint64_t t0 = alex_trace_now();
 	struct ofd *o = alex_fd_get(fd);
 	/* a kept descriptor (journal, directory) is not closed: served */
-	int sv = o && ((o->role == ROLE_JOURNAL && fd == o->db->j.fd) ||
-		       (o->role == ROLE_DIR && fd == o->db->dir_fd)) ? ALEX_TF_SERVED : 0;
+	struct alex_kept *k = alex_ofd_kept(o);
+	int sv = k && fd == k->fd ? ALEX_TF_SERVED : 0;
 	alex_trace_closed(fd);
 	int r = alex_close_hook(fd);
 	alex_trace_io(tr, ALEX_TK_CLOSE, fd, t0, 0, 0, r, NULL, sv);

@@ -349,14 +349,8 @@ static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
 		return EOPNOTSUPP; /* punching holes in a logical file: not supported */
 	if (mode & FALLOC_FL_KEEP_SIZE)
 		return 0;
-	if (o->role == ROLE_JOURNAL) {
-		struct stat64 st;
-		alex_journal_fstat(o->db, &st);
-		if ((uint64_t)st.st_size < (uint64_t)off + (uint64_t)len &&
-		    alex_journal_truncate(o->db, off + len) != 0)
-			return errno;
-		return 0;
-	}
+	if (o->role == ROLE_JOURNAL)
+		return alex_journal_extend(o->db, (uint64_t)off + (uint64_t)len);
 	return alex_serve_extend(o->db, (uint64_t)off + (uint64_t)len);
 }
 
@@ -392,7 +386,10 @@ ALEX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 
 /* ---- mmap: the base file is not the database, so no mapping of it --------- */
 
-static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off64_t);
+
+static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off,
+		     mmap_fn real)
 {
 	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
 		/* SQLite then falls back to read() for good (unixRemapfile) */
@@ -400,26 +397,28 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 		errno = ENODEV;
 		return MAP_FAILED;
 	}
-	return REAL(mmap)(addr, len, prot, flags, fd, off);
+	return real(addr, len, prot, flags, fd, off);
 }
-ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+
+static void *traced_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off,
+			 mmap_fn real)
 {
 	if (__builtin_expect(!alex_tracing, 1) || (flags & MAP_ANONYMOUS))
-		return do_mmap(addr, len, prot, flags, fd, off);
+		return do_mmap(addr, len, prot, flags, fd, off, real);
 	int tr = alex_trace_fd(fd), sv = SERVED(dbo(fd));
 	uint64_t t0 = alex_trace_now();
-	void *p = do_mmap(addr, len, prot, flags, fd, off);
+	void *p = do_mmap(addr, len, prot, flags, fd, off, real);
 	if (tr)
 		alex_trace_io(tr, ALEX_TK_MMAP, fd, t0, (uint64_t)off, len,
 			      p == MAP_FAILED ? -1 : 0, NULL, sv);
 	return p;
 }
+
+ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return traced_mmap(addr, len, prot, flags, fd, off, REAL(mmap));
+}
 ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
-		ALEX_COUNT(mmaps_refused, 1);
-		errno = ENODEV;
-		return MAP_FAILED;
-	}
-	return REAL(mmap64)(addr, len, prot, flags, fd, off);
+	return traced_mmap(addr, len, prot, flags, fd, off, REAL(mmap64));
 }

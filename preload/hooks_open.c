@@ -188,17 +188,18 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 static int open_dir(const char *path, int flags)
 {
 	struct pdb *db;
-	int fd = alex_dirsync_open(path, flags, &db);
+	int saved = errno, fd = alex_dirsync_open(path, flags, &db);
 
 	if (fd < 0)
 		return -1;
 	struct ofd *o = alex_ofd_new(db, ROLE_DIR);
 	if (!o || alex_fd_set(fd, o)) {
 		free(o);
-		alex_dirsync_closing(db, fd);
+		alex_pdb_kept_back(db, &db->dir, fd);
 		alex_pdb_put(db);
-		return -1;
+		fd = -1; /* opened as usual, then */
 	}
+	errno = saved;
 	return fd;
 }
 
@@ -215,7 +216,10 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 			errno = saved;
 		return fd;
 	}
-	if (role == ROLE_NONE && !alex_cfg.bad && !alex_vfork_child()) {
+	/* one load while no directory sync is expected: getpid (after a
+	 * vfork) only then */
+	if (role == ROLE_NONE && __atomic_load_n(&alex_dirsync_count, __ATOMIC_ACQUIRE) &&
+	    !alex_cfg.bad && !alex_vfork_child()) {
 		int fd = open_dir(path, flags);
 		if (fd >= 0)
 			return fd;

@@ -38,19 +38,6 @@ static void fix_fd(int fd, struct stat64 *st)
 		alex_journal_fstat(o->db, st);
 }
 
-/* An in-memory journal's descriptor: answered without the kernel. */
-static struct ofd *journal_fd(int fd)
-{
-	struct ofd *o = alex_fd_get(fd);
-	return o && o->role == ROLE_JOURNAL ? o : NULL;
-}
-
-static int journal_fstat(int fd, struct stat64 *st)
-{
-	alex_journal_fstat(alex_fd_get(fd)->db, st);
-	return 0;
-}
-
 /*
  * After a stat by path (rc is the real call's result).  A database path is
  * found by the inode the real call saw; an in-memory journal by its name.
@@ -99,37 +86,37 @@ static int empty_path(const char *path, int flags)
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout expected");
 #define S64(p) ((struct stat64 *)(void *)(p))
 
+/*
+ * The fstat family: an in-memory journal's descriptor is answered without
+ * the kernel (journal.c), a database's gets its logical size.  One look at
+ * the fd table; the real call is the one of the caller's name.
+ */
+#define FSTAT(st64, call)                                                                         \
+	do {                                                                                      \
+		struct ofd *o = alex_fd_get(fd);                                                  \
+		int mem = o && o->role == ROLE_JOURNAL;                                           \
+		int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, mem ? ALEX_TF_SERVED : 0,   \
+				       mem ? (alex_journal_fstat(o->db, st64), 0) : (call));     \
+		if (r == 0 && o && o->role == ROLE_DB)                                           \
+			set_size(st64, o->db);                                                    \
+		return r;                                                                         \
+	} while (0)
+
 ALEX_EXPORT int fstat(int fd, struct stat *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
-			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(fstat)(fd, st));
-	if (r == 0)
-		fix_fd(fd, S64(st));
-	return r;
+	FSTAT(S64(st), REAL(fstat)(fd, st));
 }
 ALEX_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
-			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(fstat64)(fd, st));
-	if (r == 0)
-		fix_fd(fd, st);
-	return r;
+	FSTAT(st, REAL(fstat64)(fd, st));
 }
 ALEX_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
-			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(__fxstat)(ver, fd, st));
-	if (r == 0)
-		fix_fd(fd, S64(st));
-	return r;
+	FSTAT(S64(st), REAL(__fxstat)(ver, fd, st));
 }
 ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
-	int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, journal_fd(fd) ? ALEX_TF_SERVED : 0,
-			       journal_fd(fd) ? journal_fstat(fd, S64(st)) : REAL(__fxstat64)(ver, fd, st));
-	if (r == 0)
-		fix_fd(fd, st);
-	return r;
+	FSTAT(st, REAL(__fxstat64)(ver, fd, st));
 }
 
 ALEX_EXPORT int stat(const char *path, struct stat *st)

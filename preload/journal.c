@@ -82,12 +82,12 @@ static void give_back(struct alex_jmem *j)
 
 /* ---- the kept descriptor ---------------------------------------------------- */
 
-/* Is j->fd still the memfd we made?  A program that closed it (closefrom)
+/* Is j->kept.fd still the memfd we made?  A program that closed it (closefrom)
  * may have a new file under that number now. */
 static int kept_ok(const struct alex_jmem *j)
 {
 	struct stat st;
-	return j->fd >= 0 && REAL(fstat)(j->fd, &st) == 0 && st.st_ino == j->fd_ino &&
+	return j->kept.fd >= 0 && REAL(fstat)(j->kept.fd, &st) == 0 && st.st_ino == j->fd_ino &&
 	       st.st_dev == j->fd_dev;
 }
 
@@ -95,7 +95,7 @@ static int kept_ok(const struct alex_jmem *j)
  * two connections with the journal open) a copy.  -1 with errno. */
 static int hand_out(struct alex_jmem *j, int flags)
 {
-	if (!j->held && !kept_ok(j)) {
+	if (!j->kept.held && !kept_ok(j)) {
 		/* made once; remade only if it was closed behind our back */
 		int fd = memfd_create("alex-journal", MFD_CLOEXEC);
 		struct stat st;
@@ -107,29 +107,19 @@ static int hand_out(struct alex_jmem *j, int flags)
 			errno = err;
 			return -1;
 		}
-		j->fd = fd;
+		j->kept.fd = fd;
 		j->fd_ino = st.st_ino;
 		j->fd_dev = st.st_dev;
 	}
-	if (!j->held) {
-		j->held = 1;
-		return j->fd;
+	if (!j->kept.held) {
+		j->kept.held = 1;
+		return j->kept.fd;
 	}
 	uint64_t t0 = ALEX_TRACE_T0();
 	int cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
-	int fd = REAL(fcntl)(j->fd, cmd, 0);
-	alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FCNTL, j->fd, t0, (uint64_t)cmd, fd, NULL);
+	int fd = REAL(fcntl)(j->kept.fd, cmd, 0);
+	alex_trace_own(ALEX_TROLE_JOURNAL, ALEX_TK_FCNTL, j->kept.fd, t0, (uint64_t)cmd, fd, NULL);
 	return fd;
-}
-
-int alex_journal_closing(struct pdb *db, int fd)
-{
-	pthread_mutex_lock(&db->mu);
-	int kept = fd == db->j.fd && db->j.held;
-	if (kept)
-		db->j.held = 0;
-	pthread_mutex_unlock(&db->mu);
-	return kept;
 }
 
 /* ---- by name ------------------------------------------------------------------ */
@@ -221,6 +211,17 @@ int alex_journal_truncate(struct pdb *db, off_t size)
 		return -1;
 	}
 	return 0;
+}
+
+int alex_journal_extend(struct pdb *db, uint64_t end)
+{
+	int err = ENOENT;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->j.exists)
+		err = end > db->j.size ? resize(&db->j, end) : 0;
+	pthread_mutex_unlock(&db->mu);
+	return err;
 }
 
 /* A regular file with the database's owner and permissions. */
@@ -344,7 +345,5 @@ void alex_journal_forget(struct pdb *db)
 void alex_journal_free(struct pdb *db)
 {
 	give_back(&db->j);
-	if (db->j.fd >= 0)
-		REAL(close)(db->j.fd);
-	db->j.fd = -1;
+	alex_pdb_kept_close(&db->j.kept, db->j.fd_dev, db->j.fd_ino);
 }

@@ -30,16 +30,15 @@ int alex_journal_unlink(struct pdb *db);
 int alex_journal_truncate(struct pdb *db, off_t size);
 int alex_journal_stat(struct pdb *db, struct stat64 *st);
 
+/* posix_fallocate on it: grows it to end if it is smaller.  0 or an errno
+ * (that function's convention). */
+int alex_journal_extend(struct pdb *db, uint64_t end);
 /* A descriptor of it: fstat, reads and writes at *pos (bytes done, or -1),
  * lseek (the new offset, or -1). */
 void alex_journal_fstat(struct pdb *db, struct stat64 *st);
 ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
 			enum alex_serve_io how);
 int64_t alex_journal_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence);
-/* SQLite closes fd, a descriptor of db's journal: 1 when it is the kept
- * one, which stays open for the next transaction (the caller must not
- * close it), 0 when it is to be closed. */
-int alex_journal_closing(struct pdb *db, int fd);
 /* Up to n bytes at off, under db->mu (multidb.c reads a super-journal's
  * name there): the bytes copied. */
 size_t alex_journal_read_locked(struct pdb *db, void *buf, size_t n, uint64_t off);

@@ -111,12 +111,17 @@ static void read_super(jread_fn rd, void *from, uint64_t end, char *out, size_t 
 		out[0] = 0;
 }
 
-int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
-			  size_t cap)
+int alex_multidb_may_name_super(const void *buf, size_t n, int64_t off)
 {
 	/* the last write of writeSuperJournal: the magic after name, length
 	 * and checksum (the journal's own header, at 0, starts with it too) */
-	if (n != 8 || off <= 16 || memcmp(buf, journal_magic, 8) != 0)
+	return n == 8 && off > 16 && memcmp(buf, journal_magic, 8) == 0;
+}
+
+int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
+			  size_t cap)
+{
+	if (!alex_multidb_may_name_super(buf, n, off))
 		return 0;
 	read_super(read_mem, db, (uint64_t)off + 8, name, cap);
 	return name[0] != 0;

@@ -12,6 +12,9 @@ int alex_multidb_is_super(const char *path);
 /* A write to db's in-memory journal that succeeded: is it the one that
  * names a super-journal?  Then its name is in name (cap bytes).  Under
  * db->mu. */
+/* The test of that without the journal's bytes: a write that cannot be
+ * it (no lock needed). */
+int alex_multidb_may_name_super(const void *buf, size_t n, int64_t off);
 int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
 			  size_t cap);
 

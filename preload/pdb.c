@@ -77,8 +77,8 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->mode = st->st_mode;
 	p->uid = st->st_uid;
 	p->gid = st->st_gid;
-	p->j.fd = -1;
-	p->dir_fd = -1;
+	p->j.kept.fd = -1;
+	p->dir.fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
 	if ((err = alex_serve_open(p))) {
@@ -185,6 +185,26 @@ void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg)
 	for (struct pdb *p = head; p; p = p->next)
 		fn(p, arg);
 	pthread_mutex_unlock(&reg);
+}
+
+int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd)
+{
+	pthread_mutex_lock(&db->mu);
+	int kept = fd == k->fd && k->held;
+	if (kept)
+		k->held = 0;
+	pthread_mutex_unlock(&db->mu);
+	return kept;
+}
+
+void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (k->fd >= 0 && REAL(fstat)(k->fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		REAL(close)(k->fd);
+	k->fd = -1;
+	k->held = 0;
 }
 
 void alex_pdb_ref(struct pdb *p)

@@ -23,6 +23,20 @@ struct pdb *alex_pdb_find_name(const char *path);
 struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 /* Drops a reference; the last one closes the engine (serve.c). */
 void alex_pdb_put(struct pdb *db);
+/* SQLite closes fd, a descriptor of db's file that k may keep: 1 when fd
+ * is k's (it stays open; the caller must not close it), 0 when fd is to
+ * be closed. */
+int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd);
+/* The pdb goes: k's descriptor is closed if it still is the file (dev,
+ * ino) -- a program may have closed the number and the kernel reused it. */
+void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino);
+/* The descriptor o's file has kept, if any (the journal, the directory). */
+static inline struct alex_kept *alex_ofd_kept(const struct ofd *o)
+{
+	if (!o)
+		return NULL;
+	return o->role == ROLE_JOURNAL ? &o->db->j.kept : o->role == ROLE_DIR ? &o->db->dir : NULL;
+}
 /* One more reference to a database the caller holds one to. */
 void alex_pdb_ref(struct pdb *db);
 

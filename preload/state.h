@@ -21,6 +21,17 @@
 
 enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM, ROLE_DIR };
 
+/*
+ * A descriptor a pdb keeps open across SQLite's opens and closes of a file
+ * that needs no kernel file of its own each time: SQLite's open hands it
+ * out (held), its close gives it back (alex_pdb_kept_back).  Under the
+ * pdb's mu.
+ */
+struct alex_kept {
+	int fd;              /* or -1 */
+	int held;            /* SQLite has it open now */
+};
+
 /* A database's rollback journal, in memory (journal.c; under the pdb's mu). */
 struct alex_jmem {
 	int exists;          /* by name (atomic: alex_journal_find reads it
@@ -28,9 +39,8 @@ struct alex_jmem {
 	uint8_t *data;       /* its bytes: size of them, in cap mapped */
 	uint64_t size;
 	size_t cap;
-	int fd;              /* the descriptor kept for it, or -1 */
-	int held;            /* SQLite has fd open now */
-	dev_t fd_dev;        /* fd's file, to know it is still ours */
+	struct alex_kept kept; /* its descriptor */
+	dev_t fd_dev;        /* kept.fd's file, to know it is still ours */
 	ino_t fd_ino;
 };
 
@@ -49,9 +59,7 @@ struct pdb {
 	dev_t dir_dev;       /* the database's directory, for SQLite's dirsync */
 	ino_t dir_ino;
 	char *dir_path;      /* its name (dirsync.c) */
-	int dir_fd;          /* a descriptor of it kept for SQLite's moot
-				syncs, or -1; dir_held: SQLite has it now */
-	int dir_held;
+	struct alex_kept dir; /* a descriptor of it, for SQLite's moot syncs */
 	int skip_dirsync;    /* a journal was made in memory: its dirsync is moot */
 	char *super;         /* the super-journal the in-memory journal names:
 				a transaction across databases (multidb.c) */

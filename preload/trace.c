@@ -146,14 +146,21 @@ static void flush(struct tbuf *b)
 
 /* ---- per-thread buffers ---------------------------------------------------- */
 
-static void thread_done(void *arg)
+/* Writes b out unless someone is recording into it (its own thread's
+ * signal handler, or the owner while another thread flushes at exit). */
+static void flush_if_idle(struct tbuf *b)
 {
-	struct tbuf *b = arg;
-
 	if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE)) {
 		flush(b);
 		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 	}
+}
+
+static void thread_done(void *arg)
+{
+	struct tbuf *b = arg;
+
+	flush_if_idle(b);
 	mine = NULL;
 	__atomic_store_n(&b->dead, 1, __ATOMIC_RELEASE);
 }
@@ -549,10 +556,7 @@ void alex_trace_flush_all(void)
 	if (!__atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE))
 		return;
 	for (struct tbuf *b = __atomic_load_n(&all, __ATOMIC_ACQUIRE); b; b = b->next)
-		if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE)) {
-			flush(b);
-			__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
-		}
+		flush_if_idle(b);
 }
 
 void alex_trace_exit(void)

@@ -17,14 +17,22 @@ static struct alex_io inner;
 #define IN (inner.ops)
 #define CTX (inner.ctx)
 
-static int rec(int fd, enum alex_tkind kind, uint64_t t0, uint64_t off, uint64_t n, int err)
+/* Records a call of the engine's that returned err (res its result when
+ * it worked) on fd, traced under role (0: not traced); returns err. */
+static int done(int role, enum alex_tkind kind, int fd, uint64_t t0, uint64_t off, uint64_t n,
+		int64_t res, const void *buf, int err)
 {
-	int role = alex_trace_fd(fd);
 	if (role) {
 		errno = err;
-		alex_trace_io(role, kind, fd, t0, off, n, err ? -1 : (int64_t)n, NULL, ALEX_TF_ALEX);
+		alex_trace_io(role, kind, fd, t0, off, n, err ? -1 : res, buf, ALEX_TF_ALEX);
 	}
 	return err;
+}
+
+/* The same for a call with nothing to say but success. */
+static int rec(int fd, enum alex_tkind kind, uint64_t t0, uint64_t off, int err)
+{
+	return done(alex_trace_fd(fd), kind, fd, t0, off, 0, 0, NULL, err);
 }
 
 static int role_of(const char *path)
@@ -51,12 +59,7 @@ static int t_close(void *ctx, int fd)
 	uint64_t t0 = alex_trace_now();
 	int role = alex_trace_fd(fd);
 	alex_trace_closed(fd);
-	int err = IN->close(CTX, fd);
-	if (role) {
-		errno = err;
-		alex_trace_io(role, ALEX_TK_CLOSE, fd, t0, 0, 0, err ? -1 : 0, NULL, ALEX_TF_ALEX);
-	}
-	return err;
+	return done(role, ALEX_TK_CLOSE, fd, t0, 0, 0, 0, NULL, IN->close(CTX, fd));
 }
 
 static int t_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t *got)
@@ -64,69 +67,58 @@ static int t_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t 
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
 	int err = IN->pread(CTX, fd, buf, n, off, got);
-	int role = alex_trace_fd(fd);
-	if (role) {
-		errno = err;
-		alex_trace_io(role, ALEX_TK_PREAD64, fd, t0, off, n, err ? -1 : (int64_t)*got, buf,
-			      ALEX_TF_ALEX);
-	}
-	return err;
+	return done(alex_trace_fd(fd), ALEX_TK_PREAD64, fd, t0, off, n, err ? 0 : (int64_t)*got,
+		    buf, err);
 }
 
 static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	int err = IN->pwrite(CTX, fd, buf, n, off);
-	int role = alex_trace_fd(fd);
-	if (role) {
-		errno = err;
-		alex_trace_io(role, ALEX_TK_PWRITE64, fd, t0, off, n, err ? -1 : (int64_t)n, buf,
-			      ALEX_TF_ALEX);
-	}
-	return err;
+	return done(alex_trace_fd(fd), ALEX_TK_PWRITE64, fd, t0, off, n, (int64_t)n, buf,
+		    IN->pwrite(CTX, fd, buf, n, off));
 }
 
 static int t_fdatasync(void *ctx, int fd)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FDATASYNC, t0, 0, 0, IN->fdatasync(CTX, fd));
+	return rec(fd, ALEX_TK_FDATASYNC, t0, 0, IN->fdatasync(CTX, fd));
 }
 
 static int t_ftruncate(void *ctx, int fd, uint64_t size)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FTRUNCATE, t0, size, 0, IN->ftruncate(CTX, fd, size));
+	return rec(fd, ALEX_TK_FTRUNCATE, t0, size, IN->ftruncate(CTX, fd, size));
 }
 
 static int t_size(void *ctx, int fd, uint64_t *size)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FSTAT, t0, 0, 0, IN->size(CTX, fd, size));
+	return rec(fd, ALEX_TK_FSTAT, t0, 0, IN->size(CTX, fd, size));
 }
 
 static int t_stat(void *ctx, int fd, struct alex_finfo *fi)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FSTAT, t0, 0, 0, IN->stat(CTX, fd, fi));
+	return rec(fd, ALEX_TK_FSTAT, t0, 0, IN->stat(CTX, fd, fi));
 }
 
 static int t_own(void *ctx, int fd, const struct alex_finfo *like)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FCHMOD, t0, 0, 0, IN->own(CTX, fd, like));
+	return rec(fd, ALEX_TK_FCHMOD, t0, 0, IN->own(CTX, fd, like));
 }
 
 static int t_space(void *ctx, int fd, uint64_t *avail)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
-	return rec(fd, ALEX_TK_FSTATFS, t0, 0, 0, IN->space(CTX, fd, avail));
+	return rec(fd, ALEX_TK_FSTATFS, t0, 0, IN->space(CTX, fd, avail));
 }
 
 static int t_lock(void *ctx, int fd, uint64_t byte, int mode)

@@ -20,10 +20,10 @@ struct loader {
 	struct tr_model *m;
 	struct fdmap *maps;
 	size_t nmaps, last;
-	size_t cap_files, cap_procs;
+	size_t cap_files, cap_procs, cap_maps;
 };
 
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
+void *tr_grow(void *p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return p;
@@ -67,7 +67,7 @@ static uint32_t file_of(struct loader *l, const char *path, size_t len, unsigned
 			return (uint32_t)i;
 		}
 	uint32_t db = db_of(l, path, len, role);
-	m->files = grow(m->files, &l->cap_files, m->nfiles + 1, sizeof *m->files);
+	m->files = tr_grow(m->files, &l->cap_files, m->nfiles + 1, sizeof *m->files);
 	struct tr_file *f = &m->files[m->nfiles];
 	f->path = strndup(path, len);
 	f->role = (uint8_t)role;
@@ -84,8 +84,7 @@ static struct fdmap *map_of(struct loader *l, uint32_t pid)
 			l->last = i;
 			return &l->maps[i];
 		}
-	size_t cap = l->nmaps;
-	l->maps = grow(l->maps, &cap, l->nmaps + 1, sizeof *l->maps);
+	l->maps = tr_grow(l->maps, &l->cap_maps, l->nmaps + 1, sizeof *l->maps);
 	memset(&l->maps[l->nmaps], 0, sizeof *l->maps);
 	l->maps[l->nmaps].pid = pid;
 	l->maps[l->nmaps].ppid = TR_NONE;
@@ -100,7 +99,7 @@ static void fd_set_file(struct loader *l, uint32_t pid, int fd, uint32_t file)
 		return;
 	if ((size_t)fd >= p->n) {
 		size_t n = p->n;
-		p->file = grow(p->file, &n, (size_t)fd + 1, sizeof *p->file);
+		p->file = tr_grow(p->file, &n, (size_t)fd + 1, sizeof *p->file);
 		memset(p->file + p->n, 0, (n - p->n) * sizeof *p->file);
 		p->n = n;
 	}
@@ -124,7 +123,7 @@ static uint32_t fd_file(struct loader *l, uint32_t pid, int fd)
 static void note_proc(struct loader *l, struct tr_ev *v)
 {
 	struct tr_model *m = l->m;
-	m->procs = grow(m->procs, &l->cap_procs, m->nprocs + 1, sizeof *m->procs);
+	m->procs = tr_grow(m->procs, &l->cap_procs, m->nprocs + 1, sizeof *m->procs);
 	struct tr_proc *p = &m->procs[m->nprocs++];
 	p->pid = v->e.pid;
 	p->ppid = (uint32_t)v->e.res;
@@ -247,7 +246,7 @@ int tr_load(const char *path, struct tr_model *m)
 	}
 	alex_trace_reader_init(&m->rd, buf, (size_t)st.st_size);
 	while (alex_trace_next(&m->rd, &e)) {
-		m->ev = grow(m->ev, &cap, m->nev + 1, sizeof *m->ev);
+		m->ev = tr_grow(m->ev, &cap, m->nev + 1, sizeof *m->ev);
 		struct tr_ev *v = &m->ev[m->nev];
 		v->txn = (uint32_t)m->nev++;
 		v->e = e;
@@ -286,13 +285,3 @@ void tr_free(struct tr_model *m)
 	free(m->txns);
 }
 
-const char *tr_role(const struct tr_ev *v)
-{
-	if (v->e.flags & ALEX_TF_ALEX) {
-		if (v->e.role == ALEX_TROLE_DB)
-			return "alex-db";
-		if (v->e.role == ALEX_TROLE_DIR)
-			return "alex-dir";
-	}
-	return alex_trole_name(v->e.role);
-}

@@ -15,6 +15,11 @@ int tr_role_index(const struct tr_ev *v)
 	return v->e.role;
 }
 
+const char *tr_role(const struct tr_ev *v)
+{
+	return tr_role_index_name(tr_role_index(v));
+}
+
 const char *tr_role_index_name(int i)
 {
 	return i == ALEX_TROLE_COUNT ? "alex-db" : i == ALEX_TROLE_COUNT + 1 ? "alex-dir"

@@ -100,6 +100,10 @@ void tr_perfetto(const struct tr_model *m, FILE *out);
 /* 0, or 1 with a message (no gnuplot, cannot write). */
 int tr_plot(const struct tr_model *m, const char *png);
 
+/* Room for need items of size in *p (cap of them), doubling; exits with
+ * a message when memory runs out. */
+void *tr_grow(void *p, size_t *cap, size_t need, size_t size);
+
 /* A JSON string (quotes and escapes). */
 void tr_json_str(FILE *out, const char *s, size_t n);
 

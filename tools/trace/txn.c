@@ -34,12 +34,7 @@ static struct state *state_of(struct walk *w, uint32_t pid, uint32_t db)
 	for (size_t i = 0; i < w->nst; i++)
 		if (w->st[i].pid == pid && w->st[i].db == db)
 			return &w->st[i];
-	if (w->nst == w->cap_st) {
-		w->cap_st = w->cap_st ? 2 * w->cap_st : 16;
-		w->st = realloc(w->st, w->cap_st * sizeof *w->st);
-		if (!w->st)
-			abort();
-	}
+	w->st = tr_grow(w->st, &w->cap_st, w->nst + 1, sizeof *w->st);
 	struct state *s = &w->st[w->nst++];
 	s->pid = pid;
 	s->db = db;
@@ -53,12 +48,7 @@ static struct state *state_of(struct walk *w, uint32_t pid, uint32_t db)
 static void begin(struct walk *w, struct state *s, const struct tr_ev *v, size_t i)
 {
 	struct tr_model *m = w->m;
-	if (m->ntxns == w->cap_txn) {
-		w->cap_txn = w->cap_txn ? 2 * w->cap_txn : 64;
-		m->txns = realloc(m->txns, w->cap_txn * sizeof *m->txns);
-		if (!m->txns)
-			abort();
-	}
+	m->txns = tr_grow(m->txns, &w->cap_txn, m->ntxns + 1, sizeof *m->txns);
 	struct tr_txn *t = &m->txns[m->ntxns];
 	memset(t, 0, sizeof *t);
 	t->pid = v->e.pid;
