@@ -277,6 +277,8 @@ struct alex_stats {
 	uint64_t space_checkpoints; /* checkpoints to make room on a full disk */
 	uint64_t log_trims;        /* preallocated log space given back */
 	uint64_t fenced_epochs;    /* epochs whose first commit fenced the base */
+	uint64_t fence_rides;      /* fences made durable by the commit's own
+				      sync, not one of their own (protect.c) */
 	uint64_t cond_commits;     /* commits of one database of a transaction
 				      across several (alex_commit_cond) */
 	uint64_t cond_applied;     /* recovered conditional commits whose

@@ -53,6 +53,9 @@ struct alex_db {
 	int epoch_started;    /* the base carries this epoch's fence (or the
 				 base is not protected): records may follow */
 	int log_stub;         /* the file at the log's path holds nothing */
+	int log_virgin;       /* this engine made the log: until its first
+				 checkpoint no record of an older epoch lies
+				 where a new one goes (protect.c: riding) */
 	uint64_t append_off;  /* where the next record goes */
 	uint64_t alloc_end;   /* preallocated end of the log file */
 	uint64_t next_lsn;

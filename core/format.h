@@ -31,7 +31,9 @@
  *
  *   A slot is written when its epoch begins (by a checkpoint, so that other
  *   processes see it) and again, with FENCED, together with the epoch's
- *   first COMMIT record, under that record's fdatasync.  Bytes 0 and 1 of
+ *   first COMMIT record, under that record's fdatasync.  A new log over an
+ *   SQLite database says FENCED in its first slot already: its first
+ *   epoch's mark rides on that fdatasync (protect.c).  Bytes 0 and 1 of
  *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT).
  *
  * From byte 8192 on: records, back to back, each starting on a 4096-byte

@@ -76,6 +76,8 @@ struct alex_logmap {
 
 	int base_exists;
 	struct alex_mark mark;   /* what the database file carries (protect.c) */
+	uint8_t base_hdr[ALEX_BASE_HDR]; /* its header as SQLite reads it */
+	int have_base_hdr;
 	uint64_t base_size[ALEX_NFILES]; /* UINT64_MAX: no such file */
 
 	struct alex_lm_rec *rec; /* the chain, in log order */

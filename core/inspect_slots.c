@@ -46,7 +46,9 @@ int alex_lm_read_base(const char *db_path, struct alex_logmap *lm, struct alex_d
 		return 0;
 	lm->base_exists = 1;
 	err = alex_protect_probe(db, &size);
+	lm->have_base_hdr = !err && !alex_protect_base_header(db, lm->base_hdr);
 	close_fd(db->base_fd[0]);
+	db->base_fd[0] = -1;
 	lm->mark = db->mark;
 	return err;
 }
@@ -128,7 +130,7 @@ enum alex_epoch_state alex_lm_epoch_state(struct alex_logmap *lm, struct alex_db
 	db->hdr = lm->hdr;
 	if (!(lm->hdr.flags & ALEX_HDR_FENCED))
 		return ALEX_EPOCH_UNFENCED;
-	if (lm->mark.has_fence && (uint32_t)lm->mark.fence != (uint32_t)alex_protect_fence(&lm->hdr))
+	if (alex_protect_foreign(db, lm->have_base_hdr ? lm->base_hdr : NULL))
 		return ALEX_EPOCH_FOREIGN;
 	return alex_protect_is_live(db) ? ALEX_EPOCH_LIVE : ALEX_EPOCH_APPLIED;
 }

@@ -42,6 +42,11 @@ struct alex_io_ops {
 	int (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t *got);
 	int (*pwrite)(void *ctx, int fd, const void *buf, size_t n, uint64_t off);
 	int (*fdatasync)(void *ctx, int fd);
+	/* puts [off, off + n) of fd on the device and waits for it, without
+	 * flushing the device's cache, so that the next fdatasync of any
+	 * file on the same file system makes it durable too (io_writeout.c);
+	 * EOPNOTSUPP where that cannot be promised (the caller then syncs) */
+	int (*write_out)(void *ctx, int fd, uint64_t off, uint64_t n);
 	int (*ftruncate)(void *ctx, int fd, uint64_t size);
 	int (*size)(void *ctx, int fd, uint64_t *size);
 	int (*stat)(void *ctx, int fd, struct alex_finfo *fi);
@@ -62,6 +67,18 @@ struct alex_io_ops {
 	 * EAGAIN when another holds a conflicting one */
 	int (*lock)(void *ctx, int fd, uint64_t byte, int mode);
 };
+
+/* Where a write of [woff, woff + wlen) stands to a write-out of
+ * [off, off + n), which reaches whole 4096-byte pages: 1 inside them, 0
+ * outside, -1 across their edge (for the crash models). */
+static inline int alex_io_out_covers(uint64_t off, uint64_t n, uint64_t woff, uint64_t wlen)
+{
+	uint64_t lo = off & ~(uint64_t)4095, hi = (off + n + 4095) & ~(uint64_t)4095;
+
+	if (woff >= hi || woff + wlen <= lo)
+		return 0;
+	return woff >= lo && woff + wlen <= hi ? 1 : -1;
+}
 
 struct alex_io {
 	const struct alex_io_ops *ops;

@@ -124,7 +124,7 @@ static int disk_full(const alex_mem *m, const struct mfile *f, uint64_t size)
 static int push_undo(alex_mem *m, struct mfile *f, uint64_t off, uint64_t len,
 		     const void *buf, uint64_t new_size)
 {
-	struct undo u = { ++m->seq, off, 0, len, NULL, NULL, f->size, new_size, buf != NULL };
+	struct undo u = { ++m->seq, off, 0, len, NULL, NULL, f->size, new_size, buf != NULL, 0 };
 
 	if (m->untracked)
 		return 0;
@@ -250,7 +250,42 @@ static int mem_fdatasync(void *ctx, int fd)
 	if ((err = count_op(m, ALEX_MEM_SYNC)))
 		return err;
 	undo_clear(&m->files[fd]);
+	/* the device's cache flush takes every file's written-out writes */
+	for (size_t i = 0; i < m->nfiles; i++) {
+		struct mfile *f = &m->files[i];
+		size_t k = 0;
+		for (size_t j = 0; j < f->nundo; j++) {
+			if (f->undo[j].out) {
+				free(f->undo[j].old);
+				free(f->undo[j].neu);
+			} else {
+				f->undo[k++] = f->undo[j];
+			}
+		}
+		f->nundo = k;
+	}
 	done_op(m, ALEX_MEM_SYNC, fd);
+	return 0;
+}
+
+/* The unsynced writes inside the range's pages become durable with the
+ * next sync of any file.  A write across the range's edge, or a size
+ * change, leaves the model unsure: then nothing is marked, which only
+ * makes its crash images more pessimistic than a disk. */
+static int mem_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	alex_mem *m = ctx;
+
+	if (!valid_fd(m, fd))
+		return EBADF;
+	struct mfile *f = &m->files[fd];
+	for (size_t j = 0; j < f->nundo; j++)
+		if (!f->undo[j].is_write ||
+		    alex_io_out_covers(off, n, f->undo[j].off, f->undo[j].wlen) < 0)
+			return 0;
+	for (size_t j = 0; j < f->nundo; j++)
+		if (alex_io_out_covers(off, n, f->undo[j].off, f->undo[j].wlen) > 0)
+			f->undo[j].out = 1;
 	return 0;
 }
 
@@ -394,6 +429,7 @@ static const struct alex_io_ops mem_ops = {
 	.pread = mem_pread,
 	.pwrite = mem_pwrite,
 	.fdatasync = mem_fdatasync,
+	.write_out = mem_write_out,
 	.ftruncate = mem_ftruncate,
 	.size = mem_size,
 	.stat = mem_stat,

@@ -14,6 +14,7 @@ struct undo {
 	uint64_t old_size; /* file size before the change */
 	uint64_t new_size; /* and after it */
 	int is_write;
+	int out;           /* written out: durable at the next sync of any file */
 };
 
 struct mfile {

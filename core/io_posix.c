@@ -4,6 +4,7 @@
  * libalex.so its own I/O never re-enters the interposed functions.
  */
 #include "io.h"
+#include "io_writeout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +99,12 @@ static int px_fdatasync(void *ctx, int fd)
 		r = syscall(SYS_fdatasync, fd);
 	while (r < 0 && errno == EINTR);
 	return err_of(r);
+}
+
+static int px_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	(void)ctx;
+	return alex_io_write_out(fd, off, n);
 }
 
 static int px_ftruncate(void *ctx, int fd, uint64_t size)
@@ -251,6 +258,7 @@ static const struct alex_io_ops posix_ops = {
 	.pread = px_pread,
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,
+	.write_out = px_write_out,
 	.ftruncate = px_ftruncate,
 	.size = px_size,
 	.stat = px_stat,

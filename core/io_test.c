@@ -43,6 +43,8 @@ struct undo {
 	uint64_t off, old_size;
 	size_t len;     /* bytes of data */
 	uint8_t *data;  /* what [off, off + len) held; only bytes below old_size matter */
+	int trunc;      /* a size change, not a write */
+	int out;        /* written out: durable at the next fdatasync of any file */
 };
 
 #define MAXFD 1024
@@ -149,9 +151,9 @@ static int before(const char *what, enum alex_test_class cls)
 	return 0;
 }
 
-static int remember(int fd, uint64_t off, size_t len)
+static int remember(int fd, uint64_t off, size_t len, int trunc)
 {
-	struct undo u = { .fd = fd, .off = off, .len = len };
+	struct undo u = { .fd = fd, .off = off, .len = len, .trunc = trunc };
 	size_t got = 0;
 	int err;
 
@@ -233,7 +235,7 @@ static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 				 : alex_all_zero(buf, n) ? ALEX_TEST_GROW : ALEX_TEST_LOGWRITE;
 	int err = before("pwrite", c);
 	if (!err)
-		err = remember(fd, off, n);
+		err = remember(fd, off, n, 0);
 	if (!err)
 		err = P()->pwrite(ctx, fd, buf, n, off);
 	if (!err)
@@ -253,7 +255,7 @@ static int t_fdatasync(void *ctx, int fd)
 	if (!err) { /* durable now: forget how to undo it */
 		size_t k = 0;
 		for (size_t i = 0; i < T.n; i++) {
-			if (T.u[i].fd == fd)
+			if (T.u[i].fd == fd || T.u[i].out) /* the cache flush takes all written-out writes */
 				free(T.u[i].data);
 			else
 				T.u[k++] = T.u[i];
@@ -264,15 +266,35 @@ static int t_fdatasync(void *ctx, int fd)
 	return err;
 }
 
+/* As io_mem.c: the file's writes inside the range's pages become durable
+ * with the next fdatasync of any file; when one crosses the range's edge,
+ * or a size change is pending, none is marked (a more pessimistic disk). */
+static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	pthread_mutex_lock(&T.mu);
+	int err = P()->write_out(ctx, fd, off, n), sure = 1;
+	for (size_t i = 0; !err && i < T.n; i++)
+		if (T.u[i].fd == fd &&
+		    (T.u[i].trunc || alex_io_out_covers(off, n, T.u[i].off, T.u[i].len) < 0))
+			sure = 0;
+	for (size_t i = 0; !err && sure && i < T.n; i++)
+		if (T.u[i].fd == fd && alex_io_out_covers(off, n, T.u[i].off, T.u[i].len) > 0)
+			T.u[i].out = 1;
+	if (!err)
+		alex_test_record(ALEX_TR_WRITEOUT, fd, 0, off, n, NULL, NULL, NULL);
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
 static int t_ftruncate(void *ctx, int fd, uint64_t size)
 {
 	pthread_mutex_lock(&T.mu);
 	uint64_t cur = 0;
 	int err = before("ftruncate", ALEX_TEST_NCLASS);
 	if (!err && !(err = P()->size(ctx, fd, &cur)) && size < cur)
-		err = remember(fd, size, (size_t)(cur - size));
+		err = remember(fd, size, (size_t)(cur - size), 1);
 	else if (!err && size > cur)
-		err = remember(fd, cur, 0);
+		err = remember(fd, cur, 0, 1);
 	if (!err)
 		err = P()->ftruncate(ctx, fd, size);
 	if (!err)
@@ -351,6 +373,7 @@ static const struct alex_io_ops test_ops = {
 	.pread = t_pread,
 	.pwrite = t_pwrite,
 	.fdatasync = t_fdatasync,
+	.write_out = t_write_out,
 	.ftruncate = t_ftruncate,
 	.size = t_size,
 	.stat = t_stat,

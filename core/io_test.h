@@ -64,8 +64,12 @@ enum alex_trace_kind {
 	ALEX_TR_UNLINK = 6, /* path names nothing */
 	ALEX_TR_ACK = 7,    /* the workload: transaction off of stream len was
 			       acknowledged (COMMIT returned) */
-	ALEX_TR_DIRSYNC = 8 /* the directory was synced (recorded; directory
-			       entries count as durable at once) */
+	ALEX_TR_DIRSYNC = 8, /* the directory was synced (recorded; directory
+				entries count as durable at once) */
+	ALEX_TR_WRITEOUT = 9 /* ino: [off, off + len), widened to whole 4096-byte
+				pages, was written to the device without a
+				cache flush (sync_file_range): what it held
+				then is durable at the next SYNC of any file */
 };
 
 struct alex_trace_rec {

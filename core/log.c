@@ -34,6 +34,7 @@
 #include "crc32c.h"
 #include "db.h"
 #include "log.h"
+#include "protect.h"
 
 static void random_bytes(void *buf, size_t n)
 {
@@ -135,6 +136,12 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
 	new_header(db, 1, 1);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
+	/* Over an SQLite database a new log is fenced from its first header:
+	 * its first mark rides on the first commit's sync (protect.c), so no
+	 * header of it may ever let a record count without that mark. */
+	int fenced = db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR);
+	if (fenced)
+		db->hdr.flags |= ALEX_HDR_FENCED;
 	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
 	    (err = o->open(db->io.ctx, tmp, ALEX_O_CREAT | ALEX_O_TRUNC, &fd)))
 		goto out;
@@ -152,6 +159,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		goto out;
 	db->log_fd = fd;
 	db->alloc_end = len;
+	db->log_virgin = fenced;
 	fd = -1;
 	err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
 									    : ALEX_SHARED, 1);
@@ -238,6 +246,7 @@ int alex_log_open(struct alex_db *db)
 
 	db->log_fd = -1;
 	db->epoch_live = 0;
+	db->log_virgin = 0;
 	memset(&db->hdr, 0, sizeof db->hdr);
 	for (int tries = 0; tries < 100; tries++) {
 		if ((err = o->exists(db->io.ctx, db->log_path, &exists)))

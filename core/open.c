@@ -161,7 +161,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	/* A format-1 epoch is not fenced: a crash inside its checkpoint could
 	 * leave the base unmarked while the log still holds newer pages. */
 	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) &&
-	    db->mark.kind == ALEX_MARK_NONE && (err = alex_protect_mark(db)))
+	    db->mark.kind == ALEX_MARK_NONE && (err = alex_protect_mark(db, 0)))
 		goto fail;
 	*out = db;
 	return 0;

@@ -4,7 +4,12 @@
  * whether the log's records are still to be applied.
  *
  * Before the first COMMIT record of an epoch is written, the base file is
- * marked with that epoch's fence and the mark is synced (alex-log(5)):
+ * marked with that epoch's fence, and the mark is durable no later than
+ * the record (alex-log(5)): written out to the device before the record is
+ * written, it becomes durable with the record's own sync where the file
+ * system overwrites in place (io_writeout.c), else it is synced first.  A
+ * crash that kept the record but not the mark finds the epoch not live
+ * (below) and drops records that no sync had acknowledged:
  *
  *   an SQLite database (bytes 0..99 of page 1):
  *      19      0xa1: the read version; SQLite refuses a file whose read
@@ -37,6 +42,7 @@
  * Logs of format 1 marked byte 19 only (a "legacy" mark, restored from byte
  * 18, which SQLite keeps equal to it); their epochs are not fenced.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,7 +187,55 @@ int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len)
 	return 1;
 }
 
-int alex_protect_mark(struct alex_db *db)
+/*
+ * May this epoch's mark ride on its first commit's sync?  Not where the
+ * epoch's records go over those of an older epoch of the log: were the
+ * power to fail with the new records on the disk but neither the new mark
+ * nor the last checkpoint's unmark, the base would still carry the older
+ * epoch's fence, and recovery would replay what is left of that epoch's
+ * records over a base that already holds all of them.  A log this engine
+ * made holds no older epoch until its first checkpoint -- the case of every
+ * short-lived process, whose log the last close removes -- and every header
+ * it ever had says FENCED (log.c), so a record that outlives a lost mark
+ * never counts.
+ */
+int alex_protect_may_ride(const struct alex_db *db)
+{
+	return db->log_virgin && (db->hdr.flags & ALEX_HDR_FENCED) && db->hdr.epoch == 1 &&
+	       db->append_off == ALEX_LOG_DATA;
+}
+
+/* The base carries another log's fence, and this log is one whose first
+ * mark rode on a sync that never came: its first epoch, begun on exactly
+ * this base (the header's copy equals base_hdr).  That fence is a removed
+ * predecessor's whose unmark was lost with the power too; nothing of this
+ * log was acknowledged. */
+static int vanished_fence(const struct alex_db *db, const uint8_t *base_hdr)
+{
+	return db->hdr.epoch == 1 && (db->hdr.flags & ALEX_HDR_BASE) &&
+	       memcmp(base_hdr, db->hdr.base, ALEX_BASE_HDR) == 0;
+}
+
+int alex_protect_foreign(struct alex_db *db, const uint8_t *base_hdr)
+{
+	uint64_t ours = alex_protect_fence(&db->hdr), f = db->mark.fence;
+	uint8_t now[ALEX_BASE_HDR];
+
+	if (!(db->hdr.flags & ALEX_HDR_FENCED) || !db->mark.has_fence ||
+	    (uint32_t)f == (uint32_t)ours)
+		return 0;
+	/* this epoch's own fence, its write cut short over an unmarked page */
+	for (int k = 1; k < 8; k++) {
+		uint64_t low = ((uint64_t)1 << (8 * k)) - 1;
+		if ((f & low) == (ours & low) && (f >> (8 * k)) == 0)
+			return 0;
+	}
+	if (!base_hdr && alex_protect_base_header(db, now) == 0)
+		base_hdr = now;
+	return !base_hdr || !vanished_fence(db, base_hdr);
+}
+
+int alex_protect_mark(struct alex_db *db, int ride)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	int fd = db->base_fd[ALEX_FILE_DB], err;
@@ -217,7 +271,16 @@ int alex_protect_mark(struct alex_db *db)
 	db->mark.has_fence = 1;
 	db->mark.fence = alex_protect_fence(&db->hdr);
 	/* If this fails the mark may or may not be there; either is safe to
-	 * read, and no record has been written under it. */
+	 * read, and no record has been written under it.  An overwrite in
+	 * place rides on the commit's own sync (io_writeout.c); a placeholder
+	 * grows the file, so it is synced here. */
+	if (ride && db->mark.kind == ALEX_MARK_SQLITE) {
+		err = o->write_out(db->io.ctx, fd, 19, AT_FENCE + 8 - 19);
+		if (err != EOPNOTSUPP) {
+			db->st.fence_rides += !err;
+			return err;
+		}
+	}
 	return o->fdatasync(db->io.ctx, fd);
 }
 

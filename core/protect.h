@@ -11,9 +11,21 @@ uint64_t alex_protect_fence(const struct alex_loghdr *hdr);
 int alex_protect_probe(struct alex_db *db, uint64_t *size);
 /* Does the base carry the fence of db->hdr's epoch (or a format-1 mark)? */
 int alex_protect_is_live(const struct alex_db *db);
-/* Marks the base with the current epoch's fence and syncs it.  A file that
- * is neither empty nor an SQLite database is left alone (db->mark NONE). */
-int alex_protect_mark(struct alex_db *db);
+/* Marks the base with the current epoch's fence and makes it durable: by
+ * a sync of its own, or -- ride, when the caller's next log sync comes
+ * before anything relies on the mark -- by writing it out so that that sync
+ * carries it.  A file that is neither empty nor an SQLite database is left
+ * alone (db->mark NONE). */
+int alex_protect_mark(struct alex_db *db, int ride);
+/* May the epoch's mark ride on its first commit's sync (protect.c)? */
+int alex_protect_may_ride(const struct alex_db *db);
+/* Does the base carry another log's fence, under a fenced epoch?  Not
+ * when it is this epoch's own, its write cut short by a crash, nor that of
+ * a removed predecessor whose unmark was lost with the power while this
+ * log's first mark rode on a sync that never came (its first epoch, begun
+ * on exactly this base: base_hdr, the base's header as SQLite reads it,
+ * equals the header's copy; NULL: read it from the file). */
+int alex_protect_foreign(struct alex_db *db, const uint8_t *base_hdr);
 /* Can this page 1 carry the mark and be given back exactly (an SQLite
  * header with zeros where SQLite keeps them)? */
 int alex_protect_markable(const uint8_t *blk0, size_t len);

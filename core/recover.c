@@ -363,12 +363,13 @@ int alex_recover(alex_db *db)
 	/* A base fenced by another log: the log beside it is not the one that
 	 * holds its newest pages (copied from elsewhere, or put in place of
 	 * its own).  Nothing can be replayed, and nothing may be overwritten. */
-	if ((db->hdr.flags & ALEX_HDR_FENCED) && db->mark.has_fence &&
-	    (uint32_t)db->mark.fence != (uint32_t)alex_protect_fence(&db->hdr))
+	if (alex_protect_foreign(db, NULL))
 		return ALEX_EFOREIGN;
 	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
 		/* checkpointed (or superseded) before a crash that kept its
-		 * records: nothing of it is newer than the database file */
+		 * records: nothing of it is newer than the database file; or
+		 * its mark never reached the disk, and neither did the sync
+		 * that would have acknowledged any of them */
 		db->st.stop_offset = ALEX_LOG_DATA;
 		db->st.stop_reason = ALEX_STOP_END;
 		db->st.epoch_applied = 1;

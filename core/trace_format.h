@@ -59,6 +59,7 @@ enum alex_tkind {
 	 * CLOCK_REALTIME ns at the same instant as start; result: parent pid;
 	 * lock: 1 when the process runs ALEX, 0 when it only traces) */
 	ALEX_TK_PROC,
+	ALEX_TK_SYNC_FILE_RANGE, /* ALEX's write-out of the fence (io_writeout.c) */
 	ALEX_TK_COUNT
 };
 

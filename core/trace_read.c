@@ -187,7 +187,8 @@ const char *alex_tkind_name(unsigned kind)
 		"?", "openat", "close", "read", "write", "pread64", "pwrite64", "readv", "writev",
 		"preadv", "pwritev", "lseek", "fsync", "fdatasync", "ftruncate", "fallocate",
 		"fcntl", "fstat", "stat", "access", "unlink", "rename", "mmap", "fstatfs",
-		"fchmod", "fchown", "unlinkat", "faccessat", "dup", "process"
+		"fchmod", "fchown", "unlinkat", "faccessat", "dup", "process",
+		"sync_file_range"
 	};
 	return kind < ALEX_TK_COUNT ? names[kind] : "?";
 }

@@ -74,7 +74,7 @@ int alex_epoch_ensure(alex_db *db)
 	if (db->epoch_started)
 		return 0;
 	if (db->cfg.protect_base) {
-		if ((err = alex_protect_mark(db)))
+		if ((err = alex_protect_mark(db, alex_protect_may_ride(db))))
 			return err;
 		/* fenced only if page 1 can carry the mark at the checkpoint:
 		 * an SQLite database, not other bytes over a placeholder */
@@ -86,6 +86,8 @@ int alex_epoch_ensure(alex_db *db)
 							ALEX_BLOCK))))) {
 			db->hdr.flags |= ALEX_HDR_FENCED;
 			db->st.fenced_epochs++;
+		} else {
+			db->hdr.flags &= ~ALEX_HDR_FENCED; /* a new log's guess was wrong */
 		}
 	}
 	if ((err = alex_protect_base_header(db, db->hdr.base)))

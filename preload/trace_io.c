@@ -86,6 +86,14 @@ static int t_fdatasync(void *ctx, int fd)
 	return rec(fd, ALEX_TK_FDATASYNC, t0, 0, IN->fdatasync(CTX, fd));
 }
 
+static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	(void)ctx;
+	uint64_t t0 = alex_trace_now();
+	return done(alex_trace_fd(fd), ALEX_TK_SYNC_FILE_RANGE, fd, t0, off, n, 0, NULL,
+		    IN->write_out(CTX, fd, off, n));
+}
+
 static int t_ftruncate(void *ctx, int fd, uint64_t size)
 {
 	(void)ctx;
@@ -181,7 +189,7 @@ static int t_sync_dir(void *ctx, const char *path)
 
 static const struct alex_io_ops traced_ops = {
 	.open = t_open, .close = t_close, .pread = t_pread, .pwrite = t_pwrite,
-	.fdatasync = t_fdatasync, .ftruncate = t_ftruncate, .size = t_size, .stat = t_stat,
+	.fdatasync = t_fdatasync, .write_out = t_write_out, .ftruncate = t_ftruncate, .size = t_size, .stat = t_stat,
 	.own = t_own, .space = t_space, .exists = t_exists, .rename = t_rename,
 	.unlink = t_unlink, .sync_dir = t_sync_dir, .lock = t_lock,
 };

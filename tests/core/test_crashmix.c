@@ -2,7 +2,10 @@
  * Crash at every operation of byte-level workloads: partial writes of any
  * size and offset in two files, truncations to any size, checkpoints tried
  * in the middle of transactions, transactions abandoned by closing, and an
- * SQLite-looking database file (so the base file is marked and unmarked).
+ * SQLite-looking database file (so the base file is marked and unmarked),
+ * some of them still carrying the fence of a log that is gone (a last
+ * close's unmark lost with the power), which the first mark of a new log
+ * rides over (protect.c).
  * Each crash image (writes since the last sync lost, kept, the last one
  * torn, or any subset of them kept, whole or by sectors) must recover to the state after a committed transaction no older
  * than the last acknowledged one, byte for byte.
@@ -10,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "crc32c.h"
 #include "helpers.h"
 
 #define NF 2
@@ -95,9 +99,19 @@ static uint64_t workload(uint64_t seed, int reference)
 	memset(page + 72, 0, 20); /* as SQLite keeps them, so the file is fenced */
 	memcpy(page + 92, page + 24, 4);
 	if (seed % 2) { /* half the runs start from an SQLite-looking file */
-		alex_mem_set(m, DB, page, sizeof page);
 		memcpy(model.d[0], page, sizeof page);
 		model.size[0] = sizeof page;
+		if (seed % 4 == 3) { /* marked by a log that is gone */
+			static const uint8_t other[16] = "another log....";
+			uint64_t fence = (uint64_t)alex_crc32c(0, other, sizeof other) | 7ull << 32;
+			page[19] = 0xa1;
+			for (int i = 0; i < 4; i++)
+				page[24 + i] ^= 0xff;
+			memcpy(page + 72, "ALXF", 4);
+			for (int i = 0; i < 8; i++)
+				page[84 + i] = (uint8_t)(fence >> (8 * i));
+		}
+		alex_mem_set(m, DB, page, sizeof page);
 	}
 	nsnaps = 0;
 	snaps[nsnaps++] = model;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "format.h"
+#include "crc32c.h"
 #include "helpers.h"
 
 static alex_mem *mem;
@@ -434,13 +435,14 @@ Test(engine, base_is_marked_while_log_holds_pages)
 	alex_close(db);
 }
 
-/* The operation index of the first sync of the database file (fd 0). */
-static uint64_t base_sync_op;
-static void find_base_sync(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+/* The operation index of the first write to the database file (fd 0):
+ * the mark, which rides on the commit's sync. */
+static uint64_t mark_op;
+static void find_mark(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
 {
 	(void)arg;
-	if (kind == ALEX_MEM_SYNC && fd == 0 && !base_sync_op)
-		base_sync_op = op;
+	if (kind == ALEX_MEM_WRITE && fd == 0 && !mark_op)
+		mark_op = op;
 }
 
 Test(engine, mark_without_commit_is_read_through_and_removed)
@@ -448,18 +450,18 @@ Test(engine, mark_without_commit_is_read_through_and_removed)
 	static uint8_t page[2 * BLK], b[BLK], r[BLK];
 	size_t len, got;
 
-	/* a dry run finds where the mark is synced: the log's next write (its
-	 * header or the record) is the one to fail */
+	/* a dry run finds where the mark is written: the log's next write
+	 * (its header or the record) is the one to fail */
 	sqlite_base(page, sizeof page);
 	alex_db *db = open_db();
 	fill_block(b, 1, 1);
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
 	uint64_t start = alex_mem_ops(mem);
-	base_sync_op = 0;
-	alex_mem_on_op(mem, find_base_sync, NULL);
+	mark_op = 0;
+	alex_mem_on_op(mem, find_mark, NULL);
 	cr_assert_eq(alex_commit(db), 0);
 	alex_mem_on_op(mem, NULL, NULL);
-	cr_assert_gt(base_sync_op, start, "the mark is synced before the record");
+	cr_assert_gt(mark_op, start, "the mark is written before the record");
 	alex_close(db);
 	alex_mem_free(mem);
 	mem = alex_mem_new();
@@ -469,10 +471,11 @@ Test(engine, mark_without_commit_is_read_through_and_removed)
 	db = open_db();
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
 	cr_assert_eq(alex_mem_ops(mem), start);
-	alex_mem_fail_at(mem, base_sync_op + 1, ALEX_MEM_WRITE, EIO);
+	alex_mem_fail_at(mem, mark_op + 1, ALEX_MEM_WRITE, EIO);
 	cr_assert_eq(alex_commit(db), EIO);
 	alex_db *d2;
-	alex_mem *c = alex_mem_crash(mem, ALEX_CRASH_LOSE, 0);
+	/* the mark reached the disk (it may: written out), the record not */
+	alex_mem *c = alex_mem_crash(mem, ALEX_CRASH_KEEP, 0);
 	struct alex_io cio = alex_mem_io(c);
 	cr_assert_eq(alex_open(DB, &cfg, &cio, &d2), 0);
 	const uint8_t *base = alex_mem_get(c, DB, &len);
@@ -483,6 +486,62 @@ Test(engine, mark_without_commit_is_read_through_and_removed)
 	base = alex_mem_get(c, DB, &len);
 	cr_expect_arr_eq(base, page, sizeof page, "nothing committed: the base is as before");
 	alex_close(d2);
+	alex_mem_free(c);
+	alex_close(db);
+}
+
+/* A new log's first mark rides on the commit's sync.  The power fails
+ * with the log's record on the disk but not the mark, over a base still
+ * carrying the fence of a log that is gone (its last close's unmark was
+ * lost too): nothing was acknowledged, the base reads as it was, and the
+ * database opens -- not "the log belongs to another database". */
+Test(engine, lost_riding_mark_over_a_vanished_fence_opens)
+{
+	static uint8_t page[2 * BLK], marked[2 * BLK], b[BLK], r[BLK];
+	static const uint8_t other[16] = "a log long gone";
+	uint64_t fence = (uint64_t)alex_crc32c(0, other, sizeof other) | 3ull << 32;
+	size_t got;
+
+	sqlite_base(page, sizeof page);
+	memcpy(marked, page, sizeof page);
+	marked[19] = 0xa1;
+	for (int i = 0; i < 4; i++)
+		marked[24 + i] ^= 0xff;
+	memcpy(marked + 72, "ALXF", 4);
+	for (int i = 0; i < 8; i++)
+		marked[84 + i] = (uint8_t)(fence >> (8 * i));
+	alex_mem_set(mem, DB, marked, sizeof marked);
+	alex_db *db = open_db();
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, 0, &got), 0);
+	cr_expect_arr_eq(r, page, BLK, "the stale mark reads through");
+	fill_block(b, 1, 1);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_expect_eq(st.fence_rides, 1u, "a new log's first mark rides");
+
+	alex_mem *c = alex_mem_crash(mem, ALEX_CRASH_KEEP, 0);
+	alex_mem_set(c, DB, marked, sizeof marked); /* the mark never arrived */
+	struct alex_io cio = alex_mem_io(c);
+	alex_db *d2;
+	int rc = alex_open(DB, &cfg, &cio, &d2);
+	cr_assert_eq(rc, 0, "alex_open: %s", alex_strerror(rc));
+	alex_stats(d2, &st);
+	cr_expect(st.epoch_applied, "the epoch's records do not count");
+	cr_assert_eq(alex_read(d2, ALEX_FILE_DB, r, BLK, 0, &got), 0);
+	cr_expect_arr_eq(r, page, BLK);
+	cr_assert_eq(alex_read(d2, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+	cr_expect_arr_eq(r, page + BLK, BLK, "the unacknowledged commit is gone");
+	fill_block(b, 2, 2);
+	cr_assert_eq(alex_write(d2, ALEX_FILE_DB, b, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(d2), 0);
+	cr_assert_eq(alex_checkpoint(d2), 0);
+	alex_close(d2);
+	size_t len;
+	const uint8_t *base = alex_mem_get(c, DB, &len);
+	cr_expect_arr_eq(base, page, BLK, "after a checkpoint the base is plain");
+	cr_expect_arr_eq(base + BLK, b, BLK);
 	alex_mem_free(c);
 	alex_close(db);
 }

@@ -267,7 +267,7 @@ Test(protect, mark_probe_clear_on_a_file)
 	sqlite_page1(orig, sizeof orig, 42, 1);
 	open_base(orig, sizeof orig);
 	uint64_t ops = alex_mem_ops(mem);
-	cr_assert_eq(alex_protect_mark(db), 0);
+	cr_assert_eq(alex_protect_mark(db, 0), 0);
 	cr_expect_eq(alex_mem_ops(mem), ops + 2, "one write and one sync");
 	const uint8_t *now = alex_mem_get(mem, DB, &len);
 	cr_assert_eq(len, sizeof orig);
@@ -289,6 +289,68 @@ Test(protect, mark_probe_clear_on_a_file)
 	cr_expect_arr_eq(now, orig, sizeof orig);
 }
 
+/* Riding on the next sync (the commit's): the mark is written out, not
+ * synced.  A power cut before any later sync loses it; one after a sync of
+ * another file keeps it, as a device's cache flush does. */
+Test(protect, riding_mark_is_durable_with_the_next_sync_of_any_file)
+{
+	uint8_t orig[2 * BLK];
+	size_t len;
+	int other;
+
+	sqlite_page1(orig, sizeof orig, 42, 1);
+	open_base(orig, sizeof orig);
+	cr_assert_eq(db->io.ops->open(db->io.ctx, "other", ALEX_O_CREAT, &other), 0);
+	uint64_t ops = alex_mem_ops(mem);
+	cr_assert_eq(alex_protect_mark(db, 1), 0);
+	cr_expect_eq(alex_mem_ops(mem), ops + 1, "one write, no sync");
+	cr_expect_eq(db->st.fence_rides, 1u);
+	alex_mem *cut = alex_mem_crash(mem, ALEX_CRASH_LOSE, 1);
+	cr_expect_arr_eq(alex_mem_get(cut, DB, &len), orig, sizeof orig, "not durable yet");
+	alex_mem_free(cut);
+
+	cr_assert_eq(db->io.ops->pwrite(db->io.ctx, other, "x", 1, 0), 0);
+	cr_assert_eq(db->io.ops->fdatasync(db->io.ctx, other), 0);
+	cut = alex_mem_crash(mem, ALEX_CRASH_LOSE, 1);
+	const uint8_t *now = alex_mem_get(cut, DB, &len);
+	cr_assert_eq(len, sizeof orig);
+	cr_expect_eq(now[19], ALEX_MARK, "durable with the other file's sync");
+	alex_mem_free(cut);
+}
+
+/* The model never promises more than a disk: with an unsynced write across
+ * the edge of the mark's page, nothing is taken as written out. */
+Test(protect, riding_mark_beside_a_straddling_write_is_not_durable)
+{
+	uint8_t orig[2 * BLK], junk[64];
+	size_t len;
+	int other;
+
+	sqlite_page1(orig, sizeof orig, 42, 1);
+	open_base(orig, sizeof orig);
+	memset(junk, 0x5a, sizeof junk);
+	cr_assert_eq(db->io.ops->pwrite(db->io.ctx, db->base_fd[ALEX_FILE_DB], junk, sizeof junk,
+					BLK - 32), 0);
+	cr_assert_eq(db->io.ops->open(db->io.ctx, "other", ALEX_O_CREAT, &other), 0);
+	cr_assert_eq(alex_protect_mark(db, 1), 0);
+	cr_assert_eq(db->io.ops->pwrite(db->io.ctx, other, "x", 1, 0), 0);
+	cr_assert_eq(db->io.ops->fdatasync(db->io.ctx, other), 0);
+	alex_mem *cut = alex_mem_crash(mem, ALEX_CRASH_LOSE, 1);
+	cr_expect_eq(alex_mem_get(cut, DB, &len)[19], orig[19]);
+	alex_mem_free(cut);
+}
+
+/* A placeholder grows the file: it is synced by itself even when asked
+ * to ride. */
+Test(protect, riding_placeholder_is_synced_itself)
+{
+	open_base(NULL, 0);
+	uint64_t ops = alex_mem_ops(mem);
+	cr_assert_eq(alex_protect_mark(db, 1), 0);
+	cr_expect_eq(alex_mem_ops(mem), ops + 2, "one write and one sync");
+	cr_expect_eq(db->st.fence_rides, 0u);
+}
+
 /* An empty base gets the placeholder: probe reads it as no content at
  * all (size 0) and base_header as zeros. */
 Test(protect, empty_base_gets_a_placeholder)
@@ -298,7 +360,7 @@ Test(protect, empty_base_gets_a_placeholder)
 	size_t len;
 
 	open_base(NULL, 0);
-	cr_assert_eq(alex_protect_mark(db), 0);
+	cr_assert_eq(alex_protect_mark(db, 0), 0);
 	const uint8_t *now = alex_mem_get(mem, DB, &len);
 	cr_assert_eq(len, HDR);
 	cr_expect_arr_eq(now, "ALEX-log-pending", 16);
@@ -321,7 +383,7 @@ Test(protect, foreign_or_unprotected_base_is_left_alone)
 	fill_block(data, 9, 9);
 	open_base(data, sizeof data);
 	uint64_t ops = alex_mem_ops(mem);
-	cr_assert_eq(alex_protect_mark(db), 0);
+	cr_assert_eq(alex_protect_mark(db, 0), 0);
 	cr_expect_eq(db->mark.kind, ALEX_MARK_NONE);
 	cr_expect_eq(alex_mem_ops(mem), ops, "nothing written or synced");
 	cr_expect_arr_eq(alex_mem_get(mem, DB, &len), data, sizeof data);
@@ -329,7 +391,7 @@ Test(protect, foreign_or_unprotected_base_is_left_alone)
 	sqlite_page1(data, sizeof data, 1, 1);
 	cr_assert_eq(alex_mem_set(mem, DB, data, sizeof data), 0);
 	db->cfg.protect_base = 0;
-	cr_assert_eq(alex_protect_mark(db), 0);
+	cr_assert_eq(alex_protect_mark(db, 0), 0);
 	cr_expect_eq(alex_mem_ops(mem), ops);
 	cr_expect_arr_eq(alex_mem_get(mem, DB, &len), data, sizeof data);
 }
@@ -342,7 +404,7 @@ Test(protect, failed_mark_write_is_returned)
 	sqlite_page1(data, sizeof data, 3, 1);
 	open_base(data, sizeof data);
 	alex_mem_fail_at(mem, alex_mem_ops(mem) + 1, ALEX_MEM_WRITE, EIO);
-	cr_expect_eq(alex_protect_mark(db), EIO);
+	cr_expect_eq(alex_protect_mark(db, 0), EIO);
 	cr_expect_eq(alex_mem_ops(mem), 1u, "no sync after the failed write");
 	size_t len;
 	cr_expect_arr_eq(alex_mem_get(mem, DB, &len), data, sizeof data);

@@ -29,6 +29,8 @@
  * multiples of 512.  A write kept in part extends the file to its end only
  * if some sector of it was kept; what no kept sector covers then reads as
  * zeros.  Directory changes (NAME, RENAME, UNLINK) are durable at once.
+ * A WRITEOUT (sync_file_range) makes the file's writes inside its pages
+ * durable at the next SYNC of any file, as a device's cache flush does.
  *
  * Files are identified by inode number.  A number seen for the first time
  * in a NAME starts as the starting directory's file of that name, if that
@@ -165,7 +167,7 @@ struct cursor {
 static const char *kind_name(uint32_t kind)
 {
 	static const char *const names[] = { "?", "name", "write", "trunc", "sync",
-					     "rename", "unlink", "ack", "dirsync" };
+					     "rename", "unlink", "ack", "dirsync", "writeout" };
 	return kind < sizeof names / sizeof *names ? names[kind] : "?";
 }
 
@@ -253,7 +255,7 @@ static bool header_sane(const struct alex_trace_rec *h, char *why, size_t whylen
 {
 	if (h->magic != ALEX_TRACE_MAGIC)
 		snprintf(why, whylen, "bad magic 0x%08" PRIx32, h->magic);
-	else if (h->kind < ALEX_TR_NAME || h->kind > ALEX_TR_DIRSYNC)
+	else if (h->kind < ALEX_TR_NAME || h->kind > ALEX_TR_WRITEOUT)
 		snprintf(why, whylen, "unknown kind %" PRIu32, h->kind);
 	else if (h->plen > ABSURD)
 		snprintf(why, whylen, "path length %" PRIu32, h->plen);
@@ -373,6 +375,7 @@ struct op {
 	uint32_t kind;
 	uint64_t off, len;
 	const unsigned char *data; /* WRITE: in the trace's mapping, not copied */
+	bool out; /* written out: durable at the next SYNC of any file */
 };
 
 static void op_apply(struct buf *b, const struct op *op)
@@ -515,6 +518,39 @@ static void inode_sync(struct inode *in)
 	in->nops = 0;
 }
 
+/* WRITEOUT: the writes inside the range's pages reach the disk with the
+ * next SYNC of any file.  When a write crosses the range's edge, or a
+ * truncation is pending, none is marked: the model then keeps less than a
+ * disk would, never more. */
+static void inode_writeout(struct inode *in, uint64_t off, uint64_t len)
+{
+	for (size_t i = 0; i < in->nops; i++)
+		if (in->ops[i].kind != ALEX_TR_WRITE ||
+		    alex_io_out_covers(off, len, in->ops[i].off, in->ops[i].len) < 0)
+			return;
+	for (size_t i = 0; i < in->nops; i++)
+		if (alex_io_out_covers(off, len, in->ops[i].off, in->ops[i].len) > 0)
+			in->ops[i].out = true;
+}
+
+/* A SYNC flushes the device's cache: every file's written-out writes go
+ * with it.  Those still pending lie outside their ranges, so applying the
+ * written-out ones first keeps each byte's order. */
+static void fs_flush_out(struct fs *fs)
+{
+	for (size_t j = 0; j < fs->ninodes; j++) {
+		struct inode *in = fs->inodes[j];
+		size_t k = 0;
+		for (size_t i = 0; i < in->nops; i++) {
+			if (!in->ops[i].out)
+				in->ops[k++] = in->ops[i];
+			else if (!in->dead)
+				op_apply(&in->durable, &in->ops[i]);
+		}
+		in->nops = k;
+	}
+}
+
 /* Reads the starting directory's file src as the durable content of in. */
 static void inode_load(struct inode *in, int dir_fd, const char *src)
 {
@@ -606,7 +642,11 @@ static void fs_apply(struct fs *fs, const struct rec *r)
 		inode_push(inode_get(fs, r->h.ino), r);
 		break;
 	case ALEX_TR_SYNC:
+		fs_flush_out(fs);
 		inode_sync(inode_get(fs, r->h.ino));
+		break;
+	case ALEX_TR_WRITEOUT:
+		inode_writeout(inode_get(fs, r->h.ino), r->h.off, r->h.len);
 		break;
 	case ALEX_TR_RENAME:
 		fs_rename(fs, r->name, r->name2);

@@ -3,8 +3,10 @@
  * crashtest.sh), and their judges.  Linked to libsqlite3; runs under
  * libalex.so (or its test build).
  *
- *   powercut run DB ACKS NTXN PACE_US   runs transactions 1..NTXN; after each
- *                                       COMMIT returns, appends "i t_ns" to ACKS
+ *   powercut run DB ACKS NTXN PACE_US [FIRST]
+ *                                       runs transactions FIRST (1)..NTXN; after
+ *                                       each COMMIT returns, appends "i t_ns" to
+ *                                       ACKS
  *   powercut faultrun DB ACKS NTXN      the same, retrying failed transactions
  *   powercut check DB ACKS MODE WINDOW_MS CUT_NS
  *                                       reopens DB and judges what survived
@@ -116,7 +118,7 @@ static int wal_checkpoint(sqlite3 *db, int i)
 	return exec(db, i % 69 == 0 ? "pragma wal_checkpoint(truncate)" : "pragma wal_checkpoint(passive)");
 }
 
-static int run(const char *path, const char *acks, int ntxn, long pace_us)
+static int run(const char *path, const char *acks, int first, int ntxn, long pace_us)
 {
 	sqlite3 *db;
 	int fd = open(acks, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -125,7 +127,7 @@ static int run(const char *path, const char *acks, int ntxn, long pace_us)
 	sqlite3_busy_timeout(db, 5000);
 	if (wal_mode() && exec(db, "pragma journal_mode=wal"))
 		return 3;
-	for (int i = 1; i <= ntxn; i++) {
+	for (int i = first; i <= ntxn; i++) {
 		if (exec(db, "begin") || txn_body(db, i) || exec(db, "commit"))
 			return 3;
 		trace_ack(0, i);
@@ -458,8 +460,9 @@ static int mcheck(const char *path, const char *acks, int nstreams, const char *
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && strcmp(argv[1], "run") == 0)
-		return run(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "run") == 0)
+		return run(argv[2], argv[3], argc == 7 ? atoi(argv[6]) : 1, atoi(argv[4]),
+			   atol(argv[5]));
 	if (argc == 5 && strcmp(argv[1], "faultrun") == 0)
 		return faultrun(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 7 && strcmp(argv[1], "check") == 0)
@@ -470,7 +473,7 @@ int main(int argc, char **argv)
 		return mrun(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 6 && strcmp(argv[1], "mcheck") == 0)
 		return mcheck(argv[2], argv[3], atoi(argv[4]), argv[5]);
-	fprintf(stderr, "usage: powercut run DB ACKS NTXN PACE_US\n"
+	fprintf(stderr, "usage: powercut run DB ACKS NTXN PACE_US [FIRST]\n"
 			"       powercut faultrun DB ACKS NTXN\n"
 			"       powercut check DB ACKS full|normal|fault WINDOW_MS CUT_NS\n"
 			"       powercut digest DB\n"

@@ -1,0 +1,12 @@
+/* io_writeout.h - a write made durable by another file's flush (io_writeout.c). */
+#ifndef ALEX_IO_WRITEOUT_H
+#define ALEX_IO_WRITEOUT_H
+
+#include <stdint.h>
+
+/* Writes [off, off + n) of fd to the device and waits, without a cache
+ * flush; 0, an errno, or EOPNOTSUPP where the next fdatasync of another
+ * file would not make it durable (the caller must sync fd itself). */
+int alex_io_write_out(int fd, uint64_t off, uint64_t n);
+
+#endif
