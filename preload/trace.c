@@ -1,13 +1,12 @@
 /*
  * trace.c - the tracing mode's recorder (trace.h).
  *
- * Each thread owns a buffer of two halves of BUF_BYTES; recording an event
- * is an atomic exchange on the buffer's busy flag (uncontended: only a
- * signal handler of the same thread, or the exit flush, can contend) and a
- * copy.  A full half becomes one chunk, written by the process's writer
- * thread (trace_writer.c) with one write(2) to the trace file opened with
- * O_APPEND for that write alone: the program may close any descriptor it
- * likes, and the chunks of many processes never interleave.
+ * Each thread owns a buffer of BUF_BYTES; recording an event is an atomic
+ * exchange on the buffer's busy flag (uncontended: only a signal handler
+ * of the same thread, or the exit flush, can contend) and a copy.  A full
+ * buffer becomes one chunk, written with one write(2) to the trace file
+ * opened with O_APPEND for that write alone: the program may close any
+ * descriptor it likes, and the chunks of many processes never interleave.
  * A trace file that cannot be written is reported once and tracing stops;
  * the program never sees an error of ours.
  */
@@ -22,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <lz4.h>
 
 #include "bytes.h"
 #include "config.h"
@@ -30,15 +30,31 @@
 #include "multidb.h"
 #include "sqlite_locks.h"
 #include "trace.h"
-#include "trace_buf.h"
 
-#define BUF_BYTES ALEX_TBUF_BYTES
+#define BUF_BYTES (64u * 1024)
 #define NAME_MAX_BYTES 4096u
 
 int alex_tracing;
 uint8_t *alex_trace_roles;
 unsigned alex_trace_nfd;
 
+struct tbuf {
+	struct tbuf *next;
+	uint32_t tid;
+	int busy;     /* recording or flushing now */
+	int dead;     /* its thread is gone: free for the next new thread */
+	uint32_t used, nev, dropped;
+	/* the last paths classified by name: SQLite asks about the same
+	 * journal and WAL names in every transaction, and fnmatch is dear */
+	struct { uint32_t len; int role; char path[248]; } seen[4];
+	unsigned next_seen;
+	uint8_t data[BUF_BYTES]; /* the chunk header's room, then events */
+	/* the chunk compressed (about a sixth of its size: less for the
+	 * page cache to write back beside the program's own I/O), and LZ4's
+	 * state, kept here rather than on a thread's stack */
+	uint8_t z[ALEX_TRACE_HDR + LZ4_COMPRESSBOUND(BUF_BYTES)];
+	union { LZ4_stream_t s; uint64_t align; } lz4;
+};
 
 /* An event as the file holds it (trace_format.h), on a little-endian host. */
 struct tevent {
@@ -54,21 +70,76 @@ _Static_assert(sizeof(struct tevent) == ALEX_TRACE_EVENT, "the trace event is 48
 #error "the trace writer stores events as the host lays them out: little-endian only"
 #endif
 
-static struct alex_tbuf *all;        /* every buffer, pushed lock-free */
+static struct tbuf *all;        /* every buffer, pushed lock-free */
 /* initial-exec: a preloaded library has static TLS, and the general model
  * would cost a __tls_get_addr call per event */
-static __thread struct alex_tbuf *mine __attribute__((tls_model("initial-exec")));
+static __thread struct tbuf *mine __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;  /* flushes a thread's buffer when it ends */
-int alex_trace_pid;
+static pid_t pid;
 static int at_exit;             /* after the exit flush: write each event out */
 
-/* Writes b's events as one chunk itself, after the writer is done with
- * the other half (the caller holds b->busy). */
-static void flush(struct alex_tbuf *b)
+/* ---- the trace file ------------------------------------------------------ */
+
+static void stop(const char *what, int err)
 {
-	alex_tw_settle(b);
-	alex_tw_write(b, b->rec, b->used, b->nev,
-		      __atomic_exchange_n(&b->dropped, 0, __ATOMIC_RELAXED));
+	if (__atomic_exchange_n(&alex_tracing, 0, __ATOMIC_ACQ_REL))
+		alex_msg(ALEX_MSG_ERROR, "trace %s: %s: %s; tracing stops, the program goes on",
+			 alex_cfg.trace_path, what, strerror(err));
+}
+
+static int append(const void *buf, size_t n)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, alex_cfg.trace_path,
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		stop("cannot open", errno);
+		return -1;
+	}
+	long w = syscall(SYS_write, (int)fd, buf, n);
+	int err = w < 0 ? errno : ENOSPC;
+	syscall(SYS_close, (int)fd);
+	if (w != (long)n) {
+		stop("cannot write", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void header(struct tbuf *b, uint8_t *h, uint32_t stored, int flags)
+{
+	alex_put32(h, ALEX_TRACE_FILE_MAGIC);
+	h[4] = ALEX_TRACE_VERSION;
+	h[5] = 0;
+	h[6] = ALEX_TRACE_HDR;
+	h[7] = (uint8_t)flags;
+	alex_put32(h + 8, (uint32_t)pid);
+	alex_put32(h + 12, b->tid);
+	alex_put32(h + 16, stored);
+	alex_put32(h + 20, b->nev);
+	/* a signal handler may count one while the chunk is written */
+	alex_put32(h + 24, __atomic_exchange_n(&b->dropped, 0, __ATOMIC_RELAXED));
+	alex_put32(h + 28, 0);
+	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
+}
+
+/* Writes b's events as one chunk, compressed when that is smaller (the
+ * caller holds b->busy). */
+static void flush(struct tbuf *b)
+{
+	uint32_t raw = b->used - ALEX_TRACE_HDR;
+
+	if (b->nev && __atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE)) {
+		int z = LZ4_compress_fast_extState(&b->lz4.s, (const char *)b->data + ALEX_TRACE_HDR,
+						   (char *)b->z + ALEX_TRACE_HDR, (int)raw,
+						   LZ4_COMPRESSBOUND(BUF_BYTES), 1);
+		if (z > 0 && (uint32_t)z < raw) {
+			header(b, b->z, (uint32_t)z, ALEX_TRACE_LZ4);
+			append(b->z, ALEX_TRACE_HDR + (size_t)z);
+		} else {
+			header(b, b->data, raw, 0);
+			append(b->data, b->used);
+		}
+	}
 	b->used = ALEX_TRACE_HDR;
 	b->nev = 0;
 }
@@ -77,7 +148,7 @@ static void flush(struct alex_tbuf *b)
 
 /* Writes b out unless someone is recording into it (its own thread's
  * signal handler, or the owner while another thread flushes at exit). */
-static void flush_if_idle(struct alex_tbuf *b)
+static void flush_if_idle(struct tbuf *b)
 {
 	if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE)) {
 		flush(b);
@@ -87,27 +158,26 @@ static void flush_if_idle(struct alex_tbuf *b)
 
 static void thread_done(void *arg)
 {
-	struct alex_tbuf *b = arg;
+	struct tbuf *b = arg;
 
 	flush_if_idle(b);
 	mine = NULL;
 	__atomic_store_n(&b->dead, 1, __ATOMIC_RELEASE);
 }
 
-static struct alex_tbuf *claim(void)
+static struct tbuf *claim(void)
 {
-	for (struct alex_tbuf *b = __atomic_load_n(&all, __ATOMIC_ACQUIRE); b; b = b->next) {
+	for (struct tbuf *b = __atomic_load_n(&all, __ATOMIC_ACQUIRE); b; b = b->next) {
 		int one = 1;
 		if (__atomic_compare_exchange_n(&b->dead, &one, 0, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED))
 			return b;
 	}
 	/* mmap, not malloc: a signal handler's first call may land here */
-	struct alex_tbuf *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct tbuf *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
 	if (b == MAP_FAILED)
 		return NULL;
-	b->rec = b->half[0];
 	b->next = __atomic_load_n(&all, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&all, &b->next, b, 0, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED))
@@ -115,11 +185,11 @@ static struct alex_tbuf *claim(void)
 	return b;
 }
 
-static struct alex_tbuf *my_buffer(void)
+static struct tbuf *my_buffer(void)
 {
 	if (__builtin_expect(mine != NULL, 1))
 		return mine;
-	struct alex_tbuf *b = claim();
+	struct tbuf *b = claim();
 	if (!b)
 		return NULL;
 	b->tid = (uint32_t)syscall(SYS_gettid);
@@ -137,7 +207,7 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 {
 	int saved = errno;
 	uint64_t end = alex_trace_now();
-	struct alex_tbuf *b;
+	struct tbuf *b;
 
 	if (!__atomic_load_n(&alex_tracing, __ATOMIC_RELAXED) || !(b = my_buffer()))
 		goto out;
@@ -148,8 +218,7 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 	}
 	size_t nlen = name ? strnlen(name, NAME_MAX_BYTES) : 0;
 	size_t need = ALEX_TRACE_EVENT + ((nlen + 7) & ~(size_t)7);
-	if (b->used + need > BUF_BYTES &&
-	    (__atomic_load_n(&at_exit, __ATOMIC_RELAXED) || !alex_tw_handoff(b)))
+	if (b->used + need > BUF_BYTES)
 		flush(b);
 	uint64_t dur = end - c->start;
 	struct tevent ev = {
@@ -159,7 +228,7 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 		.kind = c->kind, .role = c->role,
 		.flags = (uint8_t)(c->flags | (name ? ALEX_TF_NAME : 0)), .lock = c->lock,
 	};
-	uint8_t *e = b->rec + b->used;
+	uint8_t *e = b->data + b->used;
 	memcpy(e, &ev, sizeof ev);
 	if (name) {
 		memcpy(e + ALEX_TRACE_EVENT, name, nlen);
@@ -290,7 +359,7 @@ int alex_trace_path_role(const char *path)
 {
 	if (!alex_tracing || !path)
 		return 0;
-	struct alex_tbuf *b = my_buffer();
+	struct tbuf *b = my_buffer();
 	size_t len = strlen(path);
 	if (!b || len >= sizeof b->seen[0].path)
 		return classify(path);
@@ -433,9 +502,8 @@ static void proc_event(void)
 /* The child owns no event of its parent's: those are the parent's to write. */
 static void forked(void)
 {
-	alex_trace_pid = (int)getpid();
-	alex_tw_forked(all);
-	for (struct alex_tbuf *b = all; b; b = b->next) {
+	pid = getpid();
+	for (struct tbuf *b = all; b; b = b->next) {
 		b->used = ALEX_TRACE_HDR;
 		b->nev = 0;
 		b->dropped = 0;
@@ -466,7 +534,7 @@ void alex_trace_init(void)
 	}
 	alex_trace_roles = t;
 	alex_trace_nfd = n;
-	alex_trace_pid = (int)getpid();
+	pid = getpid();
 	/* a bad path is said now, once, not at the first full buffer */
 	long fd = syscall(SYS_openat, AT_FDCWD, alex_cfg.trace_path,
 			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -487,7 +555,7 @@ void alex_trace_flush_all(void)
 {
 	if (!__atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE))
 		return;
-	for (struct alex_tbuf *b = __atomic_load_n(&all, __ATOMIC_ACQUIRE); b; b = b->next)
+	for (struct tbuf *b = __atomic_load_n(&all, __ATOMIC_ACQUIRE); b; b = b->next)
 		flush_if_idle(b);
 }
 
