@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alex.h"
+#include "crc32c.h"
 #include "io.h"
 
 #define DB "/mem/t.db"
@@ -42,6 +43,21 @@ static inline void fill_block(uint8_t *b, uint32_t txn, uint32_t blk)
 		for (unsigned i = 8; i < BLK; i++)
 			b[i] = (uint8_t)("row-%u value payload "[(i + txn) % 21] + (i / 512));
 	}
+}
+
+/* Puts on a true SQLite page 1 the mark a log named by uuid left for
+ * epoch (protect.c): what a base keeps when that log's last unmark was
+ * lost with the power and the log is gone. */
+static inline void foreign_mark(uint8_t *page, const char uuid[16], uint64_t epoch)
+{
+	uint64_t fence = (uint64_t)alex_crc32c(0, uuid, 16) | epoch << 32;
+
+	page[19] = 0xa1;
+	for (int i = 0; i < 4; i++)
+		page[24 + i] ^= 0xff;
+	memcpy(page + 72, "ALXF", 4);
+	for (int i = 0; i < 8; i++)
+		page[84 + i] = (uint8_t)(fence >> (8 * i));
 }
 
 static inline void small_config(struct alex_config *c)

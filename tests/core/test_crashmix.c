@@ -13,7 +13,6 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "crc32c.h"
 #include "helpers.h"
 
 #define NF 2
@@ -101,16 +100,8 @@ static uint64_t workload(uint64_t seed, int reference)
 	if (seed % 2) { /* half the runs start from an SQLite-looking file */
 		memcpy(model.d[0], page, sizeof page);
 		model.size[0] = sizeof page;
-		if (seed % 4 == 3) { /* marked by a log that is gone */
-			static const uint8_t other[16] = "another log....";
-			uint64_t fence = (uint64_t)alex_crc32c(0, other, sizeof other) | 7ull << 32;
-			page[19] = 0xa1;
-			for (int i = 0; i < 4; i++)
-				page[24 + i] ^= 0xff;
-			memcpy(page + 72, "ALXF", 4);
-			for (int i = 0; i < 8; i++)
-				page[84 + i] = (uint8_t)(fence >> (8 * i));
-		}
+		if (seed % 4 == 3) /* marked by a log that is gone */
+			foreign_mark(page, "another log....", 7);
 		alex_mem_set(m, DB, page, sizeof page);
 	}
 	nsnaps = 0;

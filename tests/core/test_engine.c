@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "format.h"
-#include "crc32c.h"
 #include "helpers.h"
 
 static alex_mem *mem;
@@ -498,18 +497,11 @@ Test(engine, mark_without_commit_is_read_through_and_removed)
 Test(engine, lost_riding_mark_over_a_vanished_fence_opens)
 {
 	static uint8_t page[2 * BLK], marked[2 * BLK], b[BLK], r[BLK];
-	static const uint8_t other[16] = "a log long gone";
-	uint64_t fence = (uint64_t)alex_crc32c(0, other, sizeof other) | 3ull << 32;
 	size_t got;
 
 	sqlite_base(page, sizeof page);
 	memcpy(marked, page, sizeof page);
-	marked[19] = 0xa1;
-	for (int i = 0; i < 4; i++)
-		marked[24 + i] ^= 0xff;
-	memcpy(marked + 72, "ALXF", 4);
-	for (int i = 0; i < 8; i++)
-		marked[84 + i] = (uint8_t)(fence >> (8 * i));
+	foreign_mark(marked, "a log long gone", 3);
 	alex_mem_set(mem, DB, marked, sizeof marked);
 	alex_db *db = open_db();
 	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, 0, &got), 0);
