@@ -43,10 +43,10 @@ struct alex_io_ops {
 	int (*pwrite)(void *ctx, int fd, const void *buf, size_t n, uint64_t off);
 	int (*fdatasync)(void *ctx, int fd);
 	/* puts [off, off + n) of fd on the device and waits for it, without
-	 * flushing the device's cache, so that the next fdatasync of any
-	 * file on the same file system makes it durable too (io_writeout.c);
-	 * EOPNOTSUPP where that cannot be promised (the caller then syncs) */
-	int (*write_out)(void *ctx, int fd, uint64_t off, uint64_t n);
+	 * flushing the device's cache, so that the next fdatasync of with
+	 * (a file on the same device) makes it durable too (io_writeout.c);
+	 * an error where that cannot be promised (the caller then syncs) */
+	int (*write_out)(void *ctx, int fd, uint64_t off, uint64_t n, int with);
 	int (*ftruncate)(void *ctx, int fd, uint64_t size);
 	int (*size)(void *ctx, int fd, uint64_t *size);
 	int (*stat)(void *ctx, int fd, struct alex_finfo *fi);

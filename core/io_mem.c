@@ -272,9 +272,11 @@ static int mem_fdatasync(void *ctx, int fd)
  * next sync of any file.  A write across the range's edge, or a size
  * change, leaves the model unsure: then nothing is marked, which only
  * makes its crash images more pessimistic than a disk. */
-static int mem_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+static int mem_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 {
 	alex_mem *m = ctx;
+
+	(void)with; /* one device: any file's sync flushes it */
 
 	if (!valid_fd(m, fd))
 		return EBADF;

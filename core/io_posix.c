@@ -101,10 +101,10 @@ static int px_fdatasync(void *ctx, int fd)
 	return err_of(r);
 }
 
-static int px_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+static int px_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 {
 	(void)ctx;
-	return alex_io_write_out(fd, off, n);
+	return alex_io_write_out(fd, off, n, with);
 }
 
 static int px_ftruncate(void *ctx, int fd, uint64_t size)

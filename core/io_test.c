@@ -269,10 +269,10 @@ static int t_fdatasync(void *ctx, int fd)
 /* As io_mem.c: the file's writes inside the range's pages become durable
  * with the next fdatasync of any file; when one crosses the range's edge,
  * or a size change is pending, none is marked (a more pessimistic disk). */
-static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 {
 	pthread_mutex_lock(&T.mu);
-	int err = P()->write_out(ctx, fd, off, n), sure = 1;
+	int err = P()->write_out(ctx, fd, off, n, with), sure = 1;
 	for (size_t i = 0; !err && i < T.n; i++)
 		if (T.u[i].fd == fd &&
 		    (T.u[i].trunc || alex_io_out_covers(off, n, T.u[i].off, T.u[i].len) < 0))

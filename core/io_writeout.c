@@ -9,8 +9,11 @@
  * log's commit sync instead of costing a sync of its own (protect.c).
  *
  * That holds only where the write needs nothing but its own data blocks
- * to be found after a crash: an overwrite in place of blocks that are
- * allocated and written.  So the answer is yes only when
+ * to be found after a crash, and the two files share one device: an
+ * overwrite in place of blocks that are allocated and written.  So the
+ * answer is yes only when
+ *   - both files are on one device (not a database bind-mounted alone,
+ *     its log beside it elsewhere; not an xfs realtime file);
  *   - the file system overwrites in place and journals metadata only:
  *     ext4 (neither mounted data=journal nor the file's +j attribute, which
  *     send data through the journal) or xfs.  Not btrfs, f2fs, nilfs, zfs
@@ -48,15 +51,9 @@
 
 /* The ext4 mount of device dev sends file data through its journal
  * (data=journal), from /proc/self/mountinfo; 1 too when that cannot be
- * read.  The last answer is kept: a process has few devices. */
+ * read.  Asked once per epoch of a log, so not cached. */
 static int ext4_journals_data(dev_t dev)
 {
-	static uint64_t known_dev; /* dev + 1 of the answer kept, 0: none */
-	static int known;
-	uint64_t key = (uint64_t)dev + 1;
-
-	if (__atomic_load_n(&known_dev, __ATOMIC_ACQUIRE) == key)
-		return __atomic_load_n(&known, __ATOMIC_RELAXED);
 	char want[32], *buf = NULL;
 	size_t len = 0, cap = 0;
 	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -101,29 +98,36 @@ static int ext4_journals_data(dev_t dev)
 		break;
 	}
 	free(buf);
-	if (!seen)
-		return 1;
-	__atomic_store_n(&known, journals, __ATOMIC_RELAXED);
-	__atomic_store_n(&known_dev, key, __ATOMIC_RELEASE);
-	return journals;
+	return seen ? journals : 1;
 }
 
-/* May a written-out overwrite of [off, off + n) of fd ride on another
- * file's flush? */
-static int in_place(int fd, uint64_t off, uint64_t n)
+/* XFS keeps a realtime file's data on another device than the rest. */
+static int xfs_realtime(int fd)
+{
+	struct fsxattr x;
+
+	return syscall(SYS_ioctl, fd, FS_IOC_FSGETXATTR, &x) < 0 ||
+	       (x.fsx_xflags & FS_XFLAG_REALTIME);
+}
+
+/* May a written-out overwrite of [off, off + n) of fd ride on the next
+ * fdatasync of with?  Both on one device (a database bind-mounted alone
+ * has its log elsewhere), overwritten in place. */
+static int in_place(int fd, uint64_t off, uint64_t n, int with)
 {
 	struct statfs sf;
+	struct stat st, wst;
 
-	if (syscall(SYS_fstatfs, fd, &sf) < 0)
+	if (syscall(SYS_fstat, fd, &st) < 0 || syscall(SYS_fstat, with, &wst) < 0 ||
+	    st.st_dev != wst.st_dev || syscall(SYS_fstatfs, fd, &sf) < 0)
 		return 0;
 	if (sf.f_type == EXT4_SUPER_MAGIC) {
-		struct stat st;
-		long attr = 0;
-		if (syscall(SYS_fstat, fd, &st) < 0 || ext4_journals_data(st.st_dev) ||
+		int attr = 0; /* the kernel's FS_IOC_GETFLAGS takes an int */
+		if (ext4_journals_data(st.st_dev) ||
 		    syscall(SYS_ioctl, fd, FS_IOC_GETFLAGS, &attr) < 0 ||
 		    (attr & FS_JOURNAL_DATA_FL))
 			return 0;
-	} else if (sf.f_type != XFS_SUPER_MAGIC) {
+	} else if (sf.f_type != XFS_SUPER_MAGIC || xfs_realtime(fd) || xfs_realtime(with)) {
 		return 0;
 	}
 	union {
@@ -141,11 +145,11 @@ static int in_place(int fd, uint64_t off, uint64_t n)
 	       !(e->fe_flags & NOT_IN_PLACE);
 }
 
-int alex_io_write_out(int fd, uint64_t off, uint64_t n)
+int alex_io_write_out(int fd, uint64_t off, uint64_t n, int with)
 {
 	long r;
 
-	if (!n || !in_place(fd, off, n))
+	if (!n || !in_place(fd, off, n, with))
 		return EOPNOTSUPP;
 	do
 		r = syscall(SYS_sync_file_range, fd, (off_t)off, (off_t)n,

@@ -5,8 +5,8 @@
 #include <stdint.h>
 
 /* Writes [off, off + n) of fd to the device and waits, without a cache
- * flush; 0, an errno, or EOPNOTSUPP where the next fdatasync of another
- * file would not make it durable (the caller must sync fd itself). */
-int alex_io_write_out(int fd, uint64_t off, uint64_t n);
+ * flush; 0, an errno, or EOPNOTSUPP where the next fdatasync of with
+ * would not make it durable (the caller must sync fd itself). */
+int alex_io_write_out(int fd, uint64_t off, uint64_t n, int with);
 
 #endif

@@ -274,12 +274,17 @@ int alex_protect_mark(struct alex_db *db, int ride)
 	 * read, and no record has been written under it.  An overwrite in
 	 * place rides on the commit's own sync (io_writeout.c); a placeholder
 	 * grows the file, so it is synced here. */
-	if (ride && db->mark.kind == ALEX_MARK_SQLITE) {
-		err = o->write_out(db->io.ctx, fd, 19, AT_FENCE + 8 - 19);
-		if (err != EOPNOTSUPP) {
-			db->st.fence_rides += !err;
+	if (ride && db->mark.kind == ALEX_MARK_SQLITE && db->log_fd >= 0) {
+		err = o->write_out(db->io.ctx, fd, 19, AT_FENCE + 8 - 19, db->log_fd);
+		if (!err)
+			db->st.fence_rides++;
+		/* A failed write-out is returned, not synced over: the kernel
+		 * has reported the page's write error to it, and a sync after
+		 * would find the page clean and say nothing.  Only "cannot
+		 * promise" (a file system, a sandbox refusing the call) syncs. */
+		if (err != EOPNOTSUPP && err != ENOSYS && err != EPERM && err != EINVAL &&
+		    err != EACCES)
 			return err;
-		}
 	}
 	return o->fdatasync(db->io.ctx, fd);
 }

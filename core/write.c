@@ -71,7 +71,12 @@ int alex_epoch_ensure(alex_db *db)
 
 	if (!db->epoch_live && (err = alex_epoch_begin(db, 0)))
 		return err;
-	if (db->epoch_started)
+	/* The base showing the fence is not enough: a process that died (or
+	 * failed) between the mark's write and its sync or write-out leaves it
+	 * in the page cache only.  Once a record of the epoch exists, its
+	 * writer had made the mark durable, or written it out for the next
+	 * sync to carry. */
+	if (db->epoch_started && db->append_off > ALEX_LOG_DATA)
 		return 0;
 	if (db->cfg.protect_base) {
 		if ((err = alex_protect_mark(db, alex_protect_may_ride(db))))

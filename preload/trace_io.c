@@ -86,12 +86,12 @@ static int t_fdatasync(void *ctx, int fd)
 	return rec(fd, ALEX_TK_FDATASYNC, t0, 0, IN->fdatasync(CTX, fd));
 }
 
-static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n)
+static int t_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 {
 	(void)ctx;
 	uint64_t t0 = alex_trace_now();
 	return done(alex_trace_fd(fd), ALEX_TK_SYNC_FILE_RANGE, fd, t0, off, n, 0, NULL,
-		    IN->write_out(CTX, fd, off, n));
+		    IN->write_out(CTX, fd, off, n, with));
 }
 
 static int t_ftruncate(void *ctx, int fd, uint64_t size)

@@ -301,6 +301,7 @@ Test(protect, riding_mark_is_durable_with_the_next_sync_of_any_file)
 	sqlite_page1(orig, sizeof orig, 42, 1);
 	open_base(orig, sizeof orig);
 	cr_assert_eq(db->io.ops->open(db->io.ctx, "other", ALEX_O_CREAT, &other), 0);
+	db->log_fd = other; /* the log, whose sync carries the mark */
 	uint64_t ops = alex_mem_ops(mem);
 	cr_assert_eq(alex_protect_mark(db, 1), 0);
 	cr_expect_eq(alex_mem_ops(mem), ops + 1, "one write, no sync");
@@ -332,6 +333,7 @@ Test(protect, riding_mark_beside_a_straddling_write_is_not_durable)
 	cr_assert_eq(db->io.ops->pwrite(db->io.ctx, db->base_fd[ALEX_FILE_DB], junk, sizeof junk,
 					BLK - 32), 0);
 	cr_assert_eq(db->io.ops->open(db->io.ctx, "other", ALEX_O_CREAT, &other), 0);
+	db->log_fd = other;
 	cr_assert_eq(alex_protect_mark(db, 1), 0);
 	cr_assert_eq(db->io.ops->pwrite(db->io.ctx, other, "x", 1, 0), 0);
 	cr_assert_eq(db->io.ops->fdatasync(db->io.ctx, other), 0);
