@@ -86,9 +86,7 @@ static void give_back(struct alex_jmem *j)
  * may have a new file under that number now. */
 static int kept_ok(const struct alex_jmem *j)
 {
-	struct stat st;
-	return j->kept.fd >= 0 && REAL(fstat)(j->kept.fd, &st) == 0 && st.st_ino == j->fd_ino &&
-	       st.st_dev == j->fd_dev;
+	return alex_pdb_kept_ours(&j->kept, j->fd_dev, j->fd_ino);
 }
 
 /* A descriptor for SQLite: the kept one, or (when SQLite holds it already:

@@ -197,11 +197,16 @@ int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd)
 	return kept;
 }
 
-void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
+int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
-	if (k->fd >= 0 && REAL(fstat)(k->fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+	return k->fd >= 0 && REAL(fstat)(k->fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
+{
+	if (alex_pdb_kept_ours(k, dev, ino))
 		REAL(close)(k->fd);
 	k->fd = -1;
 	k->held = 0;

@@ -27,6 +27,9 @@ void alex_pdb_put(struct pdb *db);
  * is k's (it stays open; the caller must not close it), 0 when fd is to
  * be closed. */
 int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd);
+/* Is k's descriptor still the file (dev, ino)?  A program may have closed
+ * the number (closefrom) and the kernel reused it. */
+int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino);
 /* The pdb goes: k's descriptor is closed if it still is the file (dev,
  * ino) -- a program may have closed the number and the kernel reused it. */
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino);
