@@ -7,7 +7,8 @@
  * different processes never interleave.  A chunk is
  *
  *   header (32 bytes, little-endian)
- *     0  u32 magic "ATRC"     4  u16 version (1)    6  u8 header size (32)
+ *     0  u32 magic "ATRC"     4  u16 version (1 or 2: how events are laid out)
+ *     6  u8 header size (32)
  *     7  u8 flags: ALEX_TRACE_LZ4 when the payload is one LZ4 block
  *            (what follows is then its decompressed form, at most
  *            ALEX_TRACE_RAW_MAX bytes)
@@ -16,20 +17,48 @@
  *    24  u32 events dropped before this chunk (a signal handler's call
  *            while the thread was recording, or a full buffer)
  *    28  u32 CRC-32C of the header (this field as 0) and the stored payload
- *   payload: events of 48 bytes, in the order the thread finished them;
- *     an event with ALEX_TF_NAME carries a name after it (len bytes, then
- *     zeros to a multiple of 8).
+ *   payload: the events, in the order the thread finished them.
  *
- * An event (48 bytes):
- *     0  u64 start, CLOCK_MONOTONIC ns   8  u64 offset (lock: l_start)
- *    16  u64 length (lock: l_len; name: its bytes)
- *    24  i64 result: the call's return value, or -errno when it failed
- *    32  u32 duration ns (saturates)    36  i32 fd (-1: a call by name)
- *    40  u32 page: the database page a write or read holds, the page a
- *            WAL frame header names, the big-endian word of a 4-byte
- *            journal write (a journal record's page number); 0: none
- *    44  u8 kind (enum alex_tkind)      45  u8 role (enum alex_trole)
- *    46  u8 flags (ALEX_TF_*)          47  u8 lock: (l_type << 6) | lock name
+ * An event has these fields:
+ *   start   u64 CLOCK_MONOTONIC ns when the call began
+ *   off     u64 offset (lock: l_start)
+ *   len     u64 length (lock: l_len; name: its bytes)
+ *   res     i64 the call's return value, or -errno when it failed
+ *   dur     u32 duration ns (saturates)
+ *   fd      i32 (-1: a call by name)
+ *   page    u32 the database page a write or read holds, the page a WAL
+ *               frame header names, the big-endian word of a 4-byte
+ *               journal write (a journal record's page number); 0: none
+ *   kind    u8 (enum alex_tkind)    role  u8 (enum alex_trole)
+ *   flags   u8 (ALEX_TF_*)          lock  u8: (l_type << 6) | lock name
+ *   with ALEX_TF_NAME, a name of len bytes (at most 4096)
+ *
+ * Version 1 lays an event out in 48 bytes, at 0 start, 8 off, 16 len,
+ * 24 res, 32 dur, 36 fd, 40 page, 44 kind, 45 role, 46 flags, 47 lock,
+ * then the name and zeros to a multiple of 8.  Writers made it until
+ * LZ4-compressing each chunk cost more than the calls it recorded.
+ *
+ * Version 2 (written now, never compressed) packs an event into what it
+ * needs, about a quarter of that; varint is LEB128 (7 bits a byte, low
+ * first, at most 10 bytes), zigzag maps a signed n to (n << 1) ^ (n >> 63):
+ *     u8 kind    u8 role << 4 | flags (both < 16)    u8 which: ALEX_TP_*
+ *     varint zigzag(start - the chunk's previous event's start; 0 first)
+ *     varint dur
+ *     varint zigzag(fd)          unless ALEX_TP_SAMEFD: the previous event's
+ *                                 (-1 for a chunk's first event)
+ *     varint off                 with ALEX_TP_OFF, else 0
+ *     varint len                 with ALEX_TP_LEN, else 0 (a name's: below)
+ *     u8 r                       with ALEX_TP_REF: the event's name is the
+ *                                 one in the chunk's name slot r, and len
+ *                                 its length (the names a chunk writes out
+ *                                 fill slots 0, 1, 2, 3, 0 ... in turn; r
+ *                                 names a filled one)
+ *     varint zigzag(res)         with ALEX_TP_RES; with ALEX_TP_RESLEN res
+ *                                 is len; with neither, 0
+ *     varint page                with ALEX_TP_PAGE, else 0
+ *     u8 lock                    with ALEX_TP_LOCK, else 0
+ *     the name's len bytes       with ALEX_TF_NAME and not ALEX_TP_REF
+ * LEN and REF, RES and RESLEN exclude each other; REF needs ALEX_TF_NAME.
  */
 #ifndef ALEX_TRACE_FORMAT_H
 #define ALEX_TRACE_FORMAT_H
@@ -37,14 +66,22 @@
 #include <stdint.h>
 
 #define ALEX_TRACE_FILE_MAGIC 0x43525441u /* "ATRC" */
-#define ALEX_TRACE_VERSION 1
+#define ALEX_TRACE_VERSION 2 /* what writers write; readers read 1 and 2 */
 #define ALEX_TRACE_HDR 32
-#define ALEX_TRACE_EVENT 48
+#define ALEX_TRACE_EVENT 48  /* a version 1 event */
+#define ALEX_TRACE_NAME_MAX 4096u
+#define ALEX_TRACE_NAME_REFS 4 /* a version 2 chunk's recent names */
 /* the largest chunk a writer makes; a reader refuses a larger one */
 #define ALEX_TRACE_CHUNK_MAX (1u << 20)
 /* the largest payload, decompressed */
 #define ALEX_TRACE_RAW_MAX (1u << 20)
 #define ALEX_TRACE_LZ4 1
+
+/* A version 2 event's third byte: which fields follow. */
+enum alex_tpresent {
+	ALEX_TP_OFF = 1, ALEX_TP_LEN = 2, ALEX_TP_REF = 4, ALEX_TP_RESLEN = 8,
+	ALEX_TP_RES = 16, ALEX_TP_PAGE = 32, ALEX_TP_LOCK = 64, ALEX_TP_SAMEFD = 128
+};
 
 /* The call, named as the kernel (and strace) names the system call it makes. */
 enum alex_tkind {

@@ -37,6 +37,12 @@ struct alex_treader {
 	uint8_t *raw;        /* ALEX_TRACE_RAW_MAX bytes, made at the first
 				compressed chunk */
 	uint32_t pid, tid, left;
+	/* a version 2 chunk's packing state (trace_format.h) */
+	uint16_t version;
+	uint64_t last_start;
+	int32_t last_fd;
+	uint32_t nnames;
+	struct { const uint8_t *at; uint32_t len; } names[ALEX_TRACE_NAME_REFS];
 	uint64_t chunks, events, dropped;
 	/* damage: how many places, the first one's byte and why */
 	uint64_t damaged, damaged_bytes, first_bad;

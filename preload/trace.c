@@ -3,10 +3,12 @@
  *
  * Each thread owns a buffer of BUF_BYTES; recording an event is an atomic
  * exchange on the buffer's busy flag (uncontended: only a signal handler
- * of the same thread, or the exit flush, can contend) and a copy.  A full
- * buffer becomes one chunk, written with one write(2) to the trace file
- * opened with O_APPEND for that write alone: the program may close any
- * descriptor it likes, and the chunks of many processes never interleave.
+ * of the same thread, or the exit flush, can contend) and packing it into
+ * the buffer (trace_format.h, version 2: about 12 bytes an event, for less
+ * work than compressing 48-byte events took).  A full buffer becomes one
+ * chunk, written with one write(2) to the trace file opened with O_APPEND
+ * for that write alone: the program may close any descriptor it likes, and
+ * the chunks of many processes never interleave.
  * A trace file that cannot be written is reported once and tracing stops;
  * the program never sees an error of ours.
  */
@@ -21,8 +23,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <lz4.h>
-
 #include "bytes.h"
 #include "config.h"
 #include "crc32c.h"
@@ -32,7 +32,9 @@
 #include "trace.h"
 
 #define BUF_BYTES (64u * 1024)
-#define NAME_MAX_BYTES 4096u
+/* the most a packed event takes beyond its name: three bytes, six
+ * varints of at most 10 bytes, a lock byte */
+#define PACKED_MAX 64u
 
 int alex_tracing;
 uint8_t *alex_trace_roles;
@@ -44,31 +46,18 @@ struct tbuf {
 	int busy;     /* recording or flushing now */
 	int dead;     /* its thread is gone: free for the next new thread */
 	uint32_t used, nev, dropped;
+	/* what the chunk's next event is packed against: the previous
+	 * event's start and fd, the names written out (trace_format.h) */
+	uint64_t last_start;
+	int32_t last_fd;
+	uint32_t nnames;
+	struct { uint32_t at, len; } names[ALEX_TRACE_NAME_REFS];
 	/* the last paths classified by name: SQLite asks about the same
 	 * journal and WAL names in every transaction, and fnmatch is dear */
 	struct { uint32_t len; int role; char path[248]; } seen[4];
 	unsigned next_seen;
 	uint8_t data[BUF_BYTES]; /* the chunk header's room, then events */
-	/* the chunk compressed (about a sixth of its size: less for the
-	 * page cache to write back beside the program's own I/O), and LZ4's
-	 * state, kept here rather than on a thread's stack */
-	uint8_t z[ALEX_TRACE_HDR + LZ4_COMPRESSBOUND(BUF_BYTES)];
-	union { LZ4_stream_t s; uint64_t align; } lz4;
 };
-
-/* An event as the file holds it (trace_format.h), on a little-endian host. */
-struct tevent {
-	uint64_t start, off, len;
-	int64_t res;
-	uint32_t dur;
-	int32_t fd;
-	uint32_t page;
-	uint8_t kind, role, flags, lock;
-};
-_Static_assert(sizeof(struct tevent) == ALEX_TRACE_EVENT, "the trace event is 48 bytes");
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the trace writer stores events as the host lays them out: little-endian only"
-#endif
 
 static struct tbuf *all;        /* every buffer, pushed lock-free */
 /* initial-exec: a preloaded library has static TLS, and the general model
@@ -122,26 +111,24 @@ static void header(struct tbuf *b, uint8_t *h, uint32_t stored, int flags)
 	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
 }
 
-/* Writes b's events as one chunk, compressed when that is smaller (the
- * caller holds b->busy). */
-static void flush(struct tbuf *b)
+/* An empty chunk: what its first event is packed against. */
+static void restart(struct tbuf *b)
 {
-	uint32_t raw = b->used - ALEX_TRACE_HDR;
-
-	if (b->nev && __atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE)) {
-		int z = LZ4_compress_fast_extState(&b->lz4.s, (const char *)b->data + ALEX_TRACE_HDR,
-						   (char *)b->z + ALEX_TRACE_HDR, (int)raw,
-						   LZ4_COMPRESSBOUND(BUF_BYTES), 1);
-		if (z > 0 && (uint32_t)z < raw) {
-			header(b, b->z, (uint32_t)z, ALEX_TRACE_LZ4);
-			append(b->z, ALEX_TRACE_HDR + (size_t)z);
-		} else {
-			header(b, b->data, raw, 0);
-			append(b->data, b->used);
-		}
-	}
 	b->used = ALEX_TRACE_HDR;
 	b->nev = 0;
+	b->last_start = 0;
+	b->last_fd = -1;
+	b->nnames = 0;
+}
+
+/* Writes b's events as one chunk (the caller holds b->busy). */
+static void flush(struct tbuf *b)
+{
+	if (b->nev && __atomic_load_n(&alex_tracing, __ATOMIC_ACQUIRE)) {
+		header(b, b->data, b->used - ALEX_TRACE_HDR, 0);
+		append(b->data, b->used);
+	}
+	restart(b);
 }
 
 /* ---- per-thread buffers ---------------------------------------------------- */
@@ -193,8 +180,7 @@ static struct tbuf *my_buffer(void)
 	if (!b)
 		return NULL;
 	b->tid = (uint32_t)syscall(SYS_gettid);
-	b->used = ALEX_TRACE_HDR;
-	b->nev = 0;
+	restart(b);
 	b->dropped = 0;
 	mine = b;
 	pthread_setspecific(exit_key, b);
@@ -202,6 +188,86 @@ static struct tbuf *my_buffer(void)
 }
 
 /* ---- recording ------------------------------------------------------------- */
+
+static inline uint8_t *put_var(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+	return (uint64_t)v << 1 ^ (uint64_t)(v >> 63);
+}
+
+/* The slot of a name this chunk has written out, or -1. */
+static int name_slot(const struct tbuf *b, const char *name, uint32_t len)
+{
+	uint32_t n = b->nnames < ALEX_TRACE_NAME_REFS ? b->nnames : ALEX_TRACE_NAME_REFS;
+	for (uint32_t i = 0; i < n; i++)
+		if (b->names[i].len == len && memcmp(b->data + b->names[i].at, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Packs one event at the end of b (trace_format.h, version 2); b has room
+ * for PACKED_MAX bytes and the name. */
+static void pack(struct tbuf *b, const struct alex_tcall *c, uint64_t dur, int64_t res,
+		 const char *name, uint32_t nlen)
+{
+	uint8_t *e = b->data + b->used, *p = e + 3, which = 0;
+	uint64_t len = name ? nlen : c->len;
+	int slot = name ? name_slot(b, name, nlen) : -1;
+
+	e[0] = c->kind;
+	e[1] = (uint8_t)(c->role << 4 | ((c->flags | (name ? ALEX_TF_NAME : 0)) & 15));
+	p = put_var(p, zigzag((int64_t)(c->start - b->last_start)));
+	b->last_start = c->start;
+	p = put_var(p, dur > UINT32_MAX ? UINT32_MAX : dur);
+	if (c->fd == b->last_fd)
+		which |= ALEX_TP_SAMEFD;
+	else
+		p = put_var(p, zigzag(c->fd));
+	b->last_fd = c->fd;
+	if (c->off) {
+		which |= ALEX_TP_OFF;
+		p = put_var(p, c->off);
+	}
+	if (slot >= 0) {
+		which |= ALEX_TP_REF;
+		*p++ = (uint8_t)slot;
+	} else if (len) {
+		which |= ALEX_TP_LEN;
+		p = put_var(p, len);
+	}
+	if (res == (int64_t)len && len) {
+		which |= ALEX_TP_RESLEN;
+	} else if (res) {
+		which |= ALEX_TP_RES;
+		p = put_var(p, zigzag(res));
+	}
+	if (c->page) {
+		which |= ALEX_TP_PAGE;
+		p = put_var(p, c->page);
+	}
+	if (c->lock) {
+		which |= ALEX_TP_LOCK;
+		*p++ = c->lock;
+	}
+	if (name && slot < 0) {
+		uint32_t k = b->nnames++ % ALEX_TRACE_NAME_REFS;
+		b->names[k].at = (uint32_t)(p - b->data);
+		b->names[k].len = nlen;
+		memcpy(p, name, nlen);
+		p += nlen;
+	}
+	e[2] = which;
+	b->used = (uint32_t)(p - b->data);
+}
 
 void alex_trace_put(struct alex_tcall *c, const char *name)
 {
@@ -216,25 +282,10 @@ void alex_trace_put(struct alex_tcall *c, const char *name)
 		__atomic_add_fetch(&b->dropped, 1, __ATOMIC_RELAXED);
 		goto out;
 	}
-	size_t nlen = name ? strnlen(name, NAME_MAX_BYTES) : 0;
-	size_t need = ALEX_TRACE_EVENT + ((nlen + 7) & ~(size_t)7);
-	if (b->used + need > BUF_BYTES)
+	uint32_t nlen = name ? (uint32_t)strnlen(name, ALEX_TRACE_NAME_MAX) : 0;
+	if (b->used + PACKED_MAX + nlen > BUF_BYTES)
 		flush(b);
-	uint64_t dur = end - c->start;
-	struct tevent ev = {
-		.start = c->start, .off = c->off, .len = name ? nlen : c->len,
-		.res = c->res < 0 ? -(int64_t)saved : c->res,
-		.dur = dur > UINT32_MAX ? UINT32_MAX : (uint32_t)dur, .fd = c->fd, .page = c->page,
-		.kind = c->kind, .role = c->role,
-		.flags = (uint8_t)(c->flags | (name ? ALEX_TF_NAME : 0)), .lock = c->lock,
-	};
-	uint8_t *e = b->data + b->used;
-	memcpy(e, &ev, sizeof ev);
-	if (name) {
-		memcpy(e + ALEX_TRACE_EVENT, name, nlen);
-		memset(e + ALEX_TRACE_EVENT + nlen, 0, need - ALEX_TRACE_EVENT - nlen);
-	}
-	b->used += (uint32_t)need;
+	pack(b, c, end - c->start, c->res < 0 ? -(int64_t)saved : c->res, name, nlen);
 	b->nev++;
 	if (__atomic_load_n(&at_exit, __ATOMIC_RELAXED))
 		flush(b);
@@ -367,9 +418,10 @@ int alex_trace_path_role(const char *path)
 		if (b->seen[i].len == len && memcmp(b->seen[i].path, path, len) == 0)
 			return b->seen[i].role;
 	int role = classify(path);
-	/* a directory (or a file yet unknown) may learn its role when a
-	 * database opens: only what cannot change is kept */
-	if (role != ALEX_TROLE_DIR && role != 0 && role != ALEX_TROLE_OTHER) {
+	/* a file yet unknown may become a database's directory when a
+	 * database opens: only what cannot change is kept (a directory once
+	 * noted stays one; SQLite opens it for every commit's sync) */
+	if (role != 0 && role != ALEX_TROLE_OTHER) {
 		unsigned k = b->next_seen++ % 4;
 		b->seen[k].len = (uint32_t)len;
 		b->seen[k].role = role;
@@ -504,8 +556,7 @@ static void forked(void)
 {
 	pid = getpid();
 	for (struct tbuf *b = all; b; b = b->next) {
-		b->used = ALEX_TRACE_HDR;
-		b->nev = 0;
+		restart(b);
 		b->dropped = 0;
 		b->busy = 0;
 		if (b != mine)

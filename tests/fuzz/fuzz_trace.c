@@ -15,12 +15,15 @@
  * alone (its own header checks, the table CRC, its own LZ4 decompression):
  *   - every event comes from a chunk that checks out and decompresses, at
  *     its payload's start or right after the chunk's previous event; its
- *     fields and name are that payload's bytes; kind and role are in range;
+ *     fields and name are what that payload's bytes say, in the chunk's
+ *     version (1: 48-byte events; 2: packed, decoded here with the
+ *     model's own varints and name slots); kind and role are in range;
  *     a name is at most 4096 bytes; pid and tid are the chunk's; a chunk
  *     gives no more events than it says; an uncompressed chunk's events and
  *     names lie inside the file (`at` is their byte, `name` points there);
  *   - chunks are read in file order, each once; events from uncompressed
- *     chunks number at most len/48;
+ *     chunks number at most len/48 (version 1) and len/5 (version 2, whose
+ *     smallest event is 5 bytes);
  *   - the reader ends with pos == len, and stays at the end when called
  *     again;
  *   - damage: none exactly when the model finds the file a clean run of
@@ -59,9 +62,10 @@ static int64_t header_len(const uint8_t *buf, size_t len, size_t p)
 		return -1;
 	const uint8_t *h = buf + p;
 	uint32_t n = alex_get32(h + 16);
-	if (alex_get32(h) != ALEX_TRACE_FILE_MAGIC || get16(h + 4) != ALEX_TRACE_VERSION ||
+	uint16_t v = get16(h + 4);
+	if (alex_get32(h) != ALEX_TRACE_FILE_MAGIC || (v != 1 && v != 2) ||
 	    h[6] != ALEX_TRACE_HDR || (h[7] & ~ALEX_TRACE_LZ4) || n > ALEX_TRACE_CHUNK_MAX ||
-	    (!(h[7] & ALEX_TRACE_LZ4) && n % 8) || n > len - p - ALEX_TRACE_HDR)
+	    (v == 1 && !(h[7] & ALEX_TRACE_LZ4) && n % 8) || n > len - p - ALEX_TRACE_HDR)
 		return -1;
 	return n;
 }
@@ -102,39 +106,176 @@ static const uint8_t *payload(const uint8_t *buf, size_t p, uint32_t n, uint8_t 
 		return s;
 	}
 	int got = LZ4_decompress_safe((const char *)s, (char *)raw, (int)n, ALEX_TRACE_RAW_MAX);
-	if (got < 0 || got % 8)
+	if (got < 0 || (get16(buf + p + 4) == 1 && got % 8))
 		return NULL;
 	*plen = (size_t)got;
 	return raw;
 }
 
-/* The bytes of the event at e with room bytes left in its payload, or 0
- * when no valid event is there (as trace_format.h describes one). */
-static size_t event_size(const uint8_t *e, size_t room)
+/* An event as the model reads it; name: its offset in the payload. */
+struct mev {
+	uint64_t start, off, len, res, dur, fd, page;
+	uint8_t kind, role, flags, lock;
+	size_t name;
+};
+
+/* What a version 2 event is read against: the chunk's events so far. */
+struct mstate {
+	uint64_t start, fd;
+	size_t slot_at[4];
+	uint64_t slot_len[4];
+	unsigned slots;
+};
+
+static void mstate_init(struct mstate *st)
 {
+	memset(st, 0, sizeof *st);
+	st->fd = (uint64_t)-1;
+}
+
+/* A LEB128 number at pay[*q] (at most 10 bytes, at most 64 bits); 0 when
+ * the payload ends first or it is longer. */
+static int leb(const uint8_t *pay, size_t plen, size_t *q, uint64_t *v)
+{
+	uint8_t bytes[10];
+	int n = 0;
+
+	do {
+		if (*q >= plen || n == 10)
+			return 0;
+		bytes[n++] = pay[(*q)++];
+	} while (bytes[n - 1] & 0x80);
+	if (n == 10 && bytes[9] > 1)
+		return 0;
+	*v = 0;
+	while (n--)
+		*v = *v << 7 | (bytes[n] & 0x7f);
+	return 1;
+}
+
+static uint64_t unzig(uint64_t v)
+{
+	return v & 1 ? ~(v >> 1) : v >> 1;
+}
+
+static size_t event_v2(struct mstate *st, const uint8_t *pay, size_t plen, size_t at,
+		       struct mev *m)
+{
+	size_t q = at + 3;
+	uint64_t v;
+
+	if (plen - at < 3)
+		return 0;
+	uint8_t w = pay[at + 2];
+	m->kind = pay[at];
+	m->role = pay[at + 1] >> 4;
+	m->flags = pay[at + 1] & 15;
+	int name = m->flags & ALEX_TF_NAME;
+	if ((w & 2 && w & 4) || (w & 8 && w & 16) || (w & 4 && !name))
+		return 0;
+	if (!leb(pay, plen, &q, &v))
+		return 0;
+	m->start = st->start + unzig(v);
+	if (!leb(pay, plen, &q, &m->dur) || m->dur > 0xffffffffu)
+		return 0;
+	if (w & 128) {
+		m->fd = st->fd;
+	} else {
+		if (!leb(pay, plen, &q, &v))
+			return 0;
+		m->fd = unzig(v);
+		if ((int64_t)m->fd != (int32_t)m->fd)
+			return 0;
+	}
+	m->off = m->len = m->res = m->page = m->lock = 0;
+	m->name = 0;
+	if (w & 1 && !leb(pay, plen, &q, &m->off))
+		return 0;
+	if (w & 2 && !leb(pay, plen, &q, &m->len))
+		return 0;
+	int ref = -1;
+	if (w & 4) {
+		if (q >= plen || pay[q] >= 4 || pay[q] >= st->slots)
+			return 0;
+		ref = pay[q++];
+		m->len = st->slot_len[ref];
+		m->name = st->slot_at[ref];
+	}
+	if (w & 16 && !leb(pay, plen, &q, &m->res))
+		return 0;
+	m->res = w & 16 ? unzig(m->res) : w & 8 ? m->len : 0;
+	if (w & 32 && (!leb(pay, plen, &q, &m->page) || m->page > 0xffffffffu))
+		return 0;
+	if (w & 64) {
+		if (q >= plen)
+			return 0;
+		m->lock = pay[q++];
+	}
+	if (name && ref < 0) {
+		if (m->len > NAME_MAX_LEN || m->len > plen - q)
+			return 0;
+		m->name = q;
+		st->slot_at[st->slots % 4] = q;
+		st->slot_len[st->slots % 4] = m->len;
+		st->slots++;
+		q += m->len;
+	}
+	if (m->kind == 0 || m->kind >= ALEX_TK_COUNT || m->role >= ALEX_TROLE_COUNT)
+		return 0;
+	st->start = m->start;
+	st->fd = m->fd;
+	return q - at;
+}
+
+static size_t event_v1(const uint8_t *pay, size_t plen, size_t at, struct mev *m)
+{
+	const uint8_t *e = pay + at;
+	size_t room = plen - at;
+
 	if (room < ALEX_TRACE_EVENT)
 		return 0;
-	uint8_t kind = e[44], role = e[45], flags = e[46];
-	if (kind == 0 || kind >= ALEX_TK_COUNT || role >= ALEX_TROLE_COUNT)
+	m->start = alex_get64(e);
+	m->off = alex_get64(e + 8);
+	m->len = alex_get64(e + 16);
+	m->res = alex_get64(e + 24);
+	m->dur = alex_get32(e + 32);
+	m->fd = (uint64_t)(int64_t)(int32_t)alex_get32(e + 36);
+	m->page = alex_get32(e + 40);
+	m->kind = e[44];
+	m->role = e[45];
+	m->flags = e[46];
+	m->lock = e[47];
+	m->name = at + ALEX_TRACE_EVENT;
+	if (m->kind == 0 || m->kind >= ALEX_TK_COUNT || m->role >= ALEX_TROLE_COUNT)
 		return 0;
 	size_t used = ALEX_TRACE_EVENT;
-	if (flags & ALEX_TF_NAME) {
-		uint64_t nl = alex_get64(e + 16);
-		if (nl > NAME_MAX_LEN)
+	if (m->flags & ALEX_TF_NAME) {
+		if (m->len > NAME_MAX_LEN)
 			return 0;
-		used += (size_t)((nl + 7) & ~(uint64_t)7);
+		used += (size_t)((m->len + 7) & ~(uint64_t)7);
 	}
 	return used <= room ? used : 0;
 }
 
+/* The bytes of the event at pay[at] in a chunk of version ver, or 0 when
+ * no valid event is there (as trace_format.h describes one). */
+static size_t event_size(int ver, struct mstate *st, const uint8_t *pay, size_t plen, size_t at,
+			 struct mev *m)
+{
+	return ver == 1 ? event_v1(pay, plen, at, m) : event_v2(st, pay, plen, at, m);
+}
+
 /* How many valid events follow each other from the start of a payload;
  * *full: they fill it exactly. */
-static uint32_t count_events(const uint8_t *pay, size_t plen, int *full)
+static uint32_t count_events(int ver, const uint8_t *pay, size_t plen, int *full)
 {
 	size_t q = 0, k;
 	uint32_t c = 0;
+	struct mstate st;
+	struct mev m;
 
-	while (q < plen && (k = event_size(pay + q, plen - q))) {
+	mstate_init(&st);
+	while (q < plen && (k = event_size(ver, &st, pay, plen, q, &m))) {
 		q += k;
 		c++;
 	}
@@ -152,7 +293,8 @@ static int chunk_valid(const uint8_t *buf, size_t len, size_t p, uint32_t *n, ui
 
 	if (!chunk_ok(buf, len, p, n, alex_crc32c) || !(pay = payload(buf, p, *n, raw, &plen)))
 		return 0;
-	return count_events(pay, plen, &full) == alex_get32(buf + p + 20) && full;
+	return count_events(get16(buf + p + 4), pay, plen, &full) == alex_get32(buf + p + 20) &&
+	       full;
 }
 
 static void repair(uint8_t *buf, size_t len, int fix_count, uint8_t *raw)
@@ -167,7 +309,7 @@ static void repair(uint8_t *buf, size_t len, int fix_count, uint8_t *raw)
 		const uint8_t *pay;
 		if (fix_count && (pay = payload(buf, p, (uint32_t)n, raw, &plen))) {
 			int full;
-			alex_put32(buf + p + 20, count_events(pay, plen, &full));
+			alex_put32(buf + p + 20, count_events(get16(buf + p + 4), pay, plen, &full));
 		}
 		alex_put32(buf + p + 28, chunk_crc(buf + p, (uint32_t)n, alex_crc32c));
 		p += ALEX_TRACE_HDR + (size_t)n;
@@ -211,10 +353,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct alex_treader r;
 	struct alex_tevent ev;
-	uint64_t n = 0, plain = 0, last_chunks = 0;
+	uint64_t n = 0, plain[3] = { 0 }, last_chunks = 0;
 	size_t c = 0, next = 0, plen = 0;   /* the current chunk, its next event */
 	const uint8_t *pay = NULL;
-	int have_chunk = 0, lz4 = 0;
+	int have_chunk = 0, lz4 = 0, ver = 0;
+	struct mstate st;
+	struct mev m;
 	uint32_t count = 0, pid = 0, tid = 0, cn = 0;
 
 	alex_trace_reader_init(&r, buf, len);
@@ -236,6 +380,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			c = s;
 			check(chunk_ok(buf, len, c, &cn, alex_crc32c_sw));
 			lz4 = buf[c + 7] & ALEX_TRACE_LZ4;
+			ver = get16(buf + c + 4);
+			mstate_init(&st);
 			/* the reader's own buffer may hold the payload, and raw
 			 * is the model's: nothing else uses it until the next
 			 * chunk */
@@ -250,28 +396,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		/* the event: the payload's next one, as its bytes say */
 		check(ev.at == c + ALEX_TRACE_HDR + next);
-		size_t used = event_size(pay + next, plen - next);
+		size_t used = event_size(ver, &st, pay, plen, next, &m);
 		check(used > 0);
-		const uint8_t *e = pay + next;
-		check(ev.start == alex_get64(e) && ev.off == alex_get64(e + 8) &&
-		      ev.len == alex_get64(e + 16) && ev.res == (int64_t)alex_get64(e + 24) &&
-		      ev.dur == alex_get32(e + 32) && ev.fd == (int32_t)alex_get32(e + 36) &&
-		      ev.page == alex_get32(e + 40) && ev.kind == e[44] && ev.role == e[45] &&
-		      ev.flags == e[46] && ev.lock == e[47]);
+		check(ev.start == m.start && ev.off == m.off && ev.len == m.len &&
+		      ev.res == (int64_t)m.res && ev.dur == m.dur && ev.fd == (int32_t)m.fd &&
+		      ev.page == m.page && ev.kind == m.kind && ev.role == m.role &&
+		      ev.flags == m.flags && ev.lock == m.lock);
 		check(ev.kind >= 1 && ev.kind < ALEX_TK_COUNT && ev.role < ALEX_TROLE_COUNT);
 		if (ev.flags & ALEX_TF_NAME) {
 			check(ev.name && ev.name_len <= NAME_MAX_LEN && ev.len == ev.name_len);
-			check(memcmp(ev.name, e + ALEX_TRACE_EVENT, ev.name_len) == 0);
-			check(ALEX_TRACE_EVENT + ((ev.name_len + 7u) & ~7u) == used);
+			check(memcmp(ev.name, pay + m.name, ev.name_len) == 0);
+			check(ver == 2 || ALEX_TRACE_EVENT + ((ev.name_len + 7u) & ~7u) == used);
 		} else {
-			check(ev.name == NULL && ev.name_len == 0 && used == ALEX_TRACE_EVENT);
+			check(ev.name == NULL && ev.name_len == 0 && (ver == 2 || used == ALEX_TRACE_EVENT));
 		}
 		if (!lz4) {
 			/* in place: `at` is the event's byte in the file */
 			check(ev.at + used <= c + ALEX_TRACE_HDR + cn && c + ALEX_TRACE_HDR + cn <= len);
-			check(!ev.name || (const uint8_t *)ev.name == buf + ev.at + ALEX_TRACE_EVENT);
-			plain++;
-			check(plain <= len / ALEX_TRACE_EVENT);
+			check(!ev.name || (const uint8_t *)ev.name == pay + m.name);
+			plain[ver]++;
+			check(plain[1] <= len / ALEX_TRACE_EVENT && plain[2] <= len / 5);
 		}
 		next += used;
 		check(got[c] < count);

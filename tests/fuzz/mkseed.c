@@ -221,6 +221,12 @@ struct tfile {
 	uint8_t buf[64 * 1024];
 	size_t len, chunk; /* chunk: where the open chunk's header is */
 	uint32_t nev;
+	int ver;           /* the format version of the chunks begun now */
+	/* a version 2 chunk's packing: previous start and fd, name slots */
+	uint64_t last_start;
+	int32_t last_fd;
+	unsigned nnames;
+	const char *names[ALEX_TRACE_NAME_REFS];
 };
 
 static void chunk_begin(struct tfile *t, uint32_t pid, uint32_t tid, uint32_t dropped)
@@ -229,7 +235,7 @@ static void chunk_begin(struct tfile *t, uint32_t pid, uint32_t tid, uint32_t dr
 
 	memset(h, 0, ALEX_TRACE_HDR);
 	alex_put32(h, ALEX_TRACE_FILE_MAGIC);
-	h[4] = ALEX_TRACE_VERSION;
+	h[4] = (uint8_t)t->ver;
 	h[6] = ALEX_TRACE_HDR; /* h[7]: flags, set by chunk_end */
 	alex_put32(h + 8, pid);
 	alex_put32(h + 12, tid);
@@ -237,6 +243,9 @@ static void chunk_begin(struct tfile *t, uint32_t pid, uint32_t tid, uint32_t dr
 	t->chunk = t->len;
 	t->len += ALEX_TRACE_HDR;
 	t->nev = 0;
+	t->last_start = 0;
+	t->last_fd = -1;
+	t->nnames = 0;
 }
 
 /* Closes the open chunk; with lz4, compressed when that is smaller, as
@@ -262,6 +271,73 @@ static void chunk_end(struct tfile *t, int lz4)
 	alex_put32(h + 28, alex_crc32c(0, h, ALEX_TRACE_HDR + stored));
 }
 
+static uint8_t *leb(uint8_t *p, uint64_t v)
+{
+	do {
+		*p = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		*p++ |= v ? 0x80 : 0;
+	} while (v);
+	return p;
+}
+
+static uint64_t zig(int64_t v)
+{
+	return v < 0 ? ((uint64_t)~v << 1) | 1 : (uint64_t)v << 1;
+}
+
+/* The event packed as version 2 (trace_format.h).  Its start goes back
+ * now and then, as when an engine call inside the program's call ends
+ * first. */
+static void event_v2(struct tfile *t, uint64_t clock, enum alex_tkind kind,
+		     enum alex_trole role, int fd, uint64_t off, uint64_t len, int64_t res,
+		     uint32_t page, uint8_t flags, uint8_t lock, const char *name)
+{
+	uint8_t *e = t->buf + t->len, *p = e + 3, w = 0;
+	int ref = -1;
+
+	if (name) {
+		len = strlen(name);
+		for (unsigned i = 0; i < t->nnames && i < ALEX_TRACE_NAME_REFS; i++)
+			if (strcmp(t->names[i], name) == 0)
+				ref = (int)i;
+	}
+	if (t->nev % 5 == 4)
+		clock = t->last_start - 700;
+	e[0] = (uint8_t)kind;
+	e[1] = (uint8_t)(role << 4 | flags | (name ? ALEX_TF_NAME : 0));
+	p = leb(p, zig((int64_t)(clock - t->last_start)));
+	t->last_start = clock;
+	p = leb(p, 800 + t->nev * 3);
+	if (fd == t->last_fd)
+		w |= ALEX_TP_SAMEFD;
+	else
+		p = leb(p, zig(fd));
+	t->last_fd = fd;
+	if (off)
+		w |= ALEX_TP_OFF, p = leb(p, off);
+	if (ref >= 0)
+		w |= ALEX_TP_REF, *p++ = (uint8_t)ref;
+	else if (len)
+		w |= ALEX_TP_LEN, p = leb(p, len);
+	if (len && res == (int64_t)len)
+		w |= ALEX_TP_RESLEN;
+	else if (res)
+		w |= ALEX_TP_RES, p = leb(p, zig(res));
+	if (page)
+		w |= ALEX_TP_PAGE, p = leb(p, page);
+	if (lock)
+		w |= ALEX_TP_LOCK, *p++ = lock;
+	if (name && ref < 0) {
+		t->names[t->nnames++ % ALEX_TRACE_NAME_REFS] = name;
+		memcpy(p, name, len);
+		p += len;
+	}
+	e[2] = w;
+	t->len = (size_t)(p - t->buf);
+	t->nev++;
+}
+
 static void event(struct tfile *t, enum alex_tkind kind, enum alex_trole role, int fd,
 		  uint64_t off, uint64_t len, int64_t res, uint32_t page, uint8_t flags,
 		  uint8_t lock, const char *name)
@@ -271,6 +347,10 @@ static void event(struct tfile *t, enum alex_tkind kind, enum alex_trole role, i
 	static uint64_t clock = 1000000;
 
 	clock += 1234 + (uint64_t)t->nev * 17;
+	if (t->ver == 2) {
+		event_v2(t, clock, kind, role, fd, off, len, res, page, flags, lock, name);
+		return;
+	}
 	memset(e, 0, need);
 	alex_put64(e, clock);
 	alex_put64(e + 8, off);
@@ -386,6 +466,7 @@ static int seed_trace(const char *dir)
 	/* 0-3: one process; 4-7: three processes and their threads, appended
 	 * in turn, some chunks LZ4; each as written, repaired and recounted */
 	t.len = 0;
+	t.ver = ALEX_TRACE_VERSION;
 	trace_journal(&t, 1000, 1000, 0);
 	for (int c = 0; !err && c < 4; c++) {
 		ctl = (uint8_t)c;
@@ -412,6 +493,17 @@ static int seed_trace(const char *dir)
 	      put(dir, "trace", 11, &ctl, 1, t.buf + one + 3, t.len - one - 3) ||
 	      put(dir, "trace", 12, &ctl, 1, t.buf, t.len - 100) ||
 	      put(dir, "trace", 13, &ctl, 1, NULL, 0);
+	/* 14-15: version 1 (48-byte events), as earlier writers made it,
+	 * then a version 2 process after it */
+	t.len = 0;
+	t.ver = 1;
+	trace_journal(&t, 1000, 1000, 0);
+	trace_wal(&t, 2000);
+	ctl = 0;
+	err = err || put(dir, "trace", 14, &ctl, 1, t.buf, t.len);
+	t.ver = 2;
+	trace_journal(&t, 3000, 3001, 1);
+	err = err || put(dir, "trace", 15, &ctl, 1, t.buf, t.len);
 	return err;
 }
 
