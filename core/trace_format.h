@@ -38,7 +38,8 @@
  * then the name and zeros to a multiple of 8.  Writers made it until
  * LZ4-compressing each chunk cost more than the calls it recorded.
  *
- * Version 2 (written now, never compressed) packs an event into what it
+ * Version 2 (written now, uncompressed; a reader takes ALEX_TRACE_LZ4 on
+ * it too) packs an event into what it
  * needs, about a quarter of that; varint is LEB128 (7 bits a byte, low
  * first, at most 10 bytes), zigzag maps a signed n to (n << 1) ^ (n >> 63):
  *     u8 kind    u8 role << 4 | flags (both < 16)    u8 which: ALEX_TP_*

@@ -164,6 +164,23 @@ static int get_var(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return 0;
 }
 
+/* A varint that must fit in 32 bits; else 0, with *why = what when it
+ * is there but too large. */
+static int get_var32(const uint8_t **p, const uint8_t *end, uint32_t *out, const char **why,
+		     const char *what)
+{
+	uint64_t v;
+
+	if (!get_var(p, end, &v))
+		return 0;
+	if (v > UINT32_MAX) {
+		*why = what;
+		return 0;
+	}
+	*out = (uint32_t)v;
+	return 1;
+}
+
 static int64_t unzigzag(uint64_t v)
 {
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
@@ -197,13 +214,8 @@ static size_t event_v2(struct alex_treader *r, const uint8_t *e, size_t room,
 	if (!get_var(&p, end, &v))
 		return 0;
 	ev->start = r->last_start + (uint64_t)unzigzag(v);
-	if (!get_var(&p, end, &v))
+	if (!get_var32(&p, end, &ev->dur, why, "an event with a duration out of range"))
 		return 0;
-	if (v > UINT32_MAX) {
-		*why = "an event with a duration out of range";
-		return 0;
-	}
-	ev->dur = (uint32_t)v;
 	if (which & ALEX_TP_SAMEFD) {
 		ev->fd = r->last_fd;
 	} else {
@@ -239,15 +251,9 @@ static size_t event_v2(struct alex_treader *r, const uint8_t *e, size_t room,
 	} else if (which & ALEX_TP_RESLEN) {
 		ev->res = (int64_t)ev->len;
 	}
-	if (which & ALEX_TP_PAGE) {
-		if (!get_var(&p, end, &v))
-			return 0;
-		if (v > UINT32_MAX) {
-			*why = "an event with a page out of range";
-			return 0;
-		}
-		ev->page = (uint32_t)v;
-	}
+	if (which & ALEX_TP_PAGE &&
+	    !get_var32(&p, end, &ev->page, why, "an event with a page out of range"))
+		return 0;
 	if (which & ALEX_TP_LOCK) {
 		if (p == end)
 			return 0;

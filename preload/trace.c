@@ -4,7 +4,7 @@
  * Each thread owns a buffer of BUF_BYTES; recording an event is an atomic
  * exchange on the buffer's busy flag (uncontended: only a signal handler
  * of the same thread, or the exit flush, can contend) and packing it into
- * the buffer (trace_format.h, version 2: about 12 bytes an event, for less
+ * the buffer (trace_format.h, version 2: about 10 bytes an event, for less
  * work than compressing 48-byte events took).  A full buffer becomes one
  * chunk, written with one write(2) to the trace file opened with O_APPEND
  * for that write alone: the program may close any descriptor it likes, and
@@ -32,8 +32,9 @@
 #include "trace.h"
 
 #define BUF_BYTES (64u * 1024)
-/* the most a packed event takes beyond its name: three bytes, six
- * varints of at most 10 bytes, a lock byte */
+/* the most a packed event takes beyond its name: three bytes, seven
+ * varints (start, off, len, res of at most 10 bytes; dur, fd, page of at
+ * most 5), a lock byte and a name slot byte: 60, rounded up */
 #define PACKED_MAX 64u
 
 int alex_tracing;

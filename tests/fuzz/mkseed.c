@@ -249,7 +249,7 @@ static void chunk_begin(struct tfile *t, uint32_t pid, uint32_t tid, uint32_t dr
 }
 
 /* Closes the open chunk; with lz4, compressed when that is smaller, as
- * preload/trace.c's flush does. */
+ * version 1 writers did (a reader takes it in either version). */
 static void chunk_end(struct tfile *t, int lz4)
 {
 	static char z[LZ4_COMPRESSBOUND(sizeof t->buf)];
