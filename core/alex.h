@@ -248,7 +248,8 @@ struct alex_stats {
 	uint64_t commits;          /* alex_commit calls that wrote a record */
 	uint64_t records;          /* records appended (commits + spills) */
 	uint64_t spills;
-	uint64_t blocks_logged, blocks_compressed;
+	uint64_t blocks_logged, blocks_compressed; /* compressed: by LZ4 */
+	uint64_t blocks_gapped;    /* stored without their zero gap (GAP) */
 	uint64_t dedup_hits;       /* writes that replaced a block already pending */
 	uint64_t bytes_logged;     /* record bytes appended to the log */
 	uint64_t bytes_raw;        /* 4096 x blocks_logged */

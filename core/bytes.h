@@ -6,6 +6,17 @@
 #include <stdint.h>
 #include <string.h>
 
+static inline void alex_put16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline uint32_t alex_get16(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
 static inline void alex_put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)

@@ -10,7 +10,11 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_VERSION (2; format-1 slots are read too)
+ *     8   4  version    ALEX_FORMAT_VERSION (3; formats 1 and 2 are read too:
+ *                       an epoch keeps the version of its slot, and GAP
+ *                       blocks are written only in a version-3 epoch, so a
+ *                       reader that knows only 2 refuses such a log whole
+ *                       instead of taking its records for a torn tail)
  *    12   4  block_size 4096
  *    16  16  uuid       random, fixed at creation: names this log
  *    32   8  epoch      >= 1, +1 at every checkpoint
@@ -69,17 +73,20 @@
  *     0   8  block      logical byte offset / 4096, below 2^36
  *     8   1  file       0 db, 1 journal, 2 wal
  *     9   1  flags      bit 0 LZ4: stored bytes are an LZ4 block of 4096 bytes
+ *                       bit 1 GAP: stored bytes are u16 off, u16 len, then
+ *                       the block without the len zero bytes at off
+ *                       (off + len <= 4096, len >= 1); never both bits
  *    10   2  reserved   0
- *    12   4  stored_len 1..4096; exactly 4096 when not compressed
+ *    12   4  stored_len 1..4096; exactly 4096 when raw, 4 + 4096 - len for GAP
  *    16   4  crc        crc32c of the stored bytes
  *
  * Then, for COND, cond_len bytes: the super-journal's absolute path, no NUL;
  * table_crc covers them with the table.
  *
  * Payload: the stored bytes of each block in table order, packed, starting at
- * hdr_len; then zeros up to rec_len.  Header embedding: a one-block commit
- * whose block compresses to at most 4096 - 132 bytes is a single 4096-byte
- * record.
+ * hdr_len; then zeros up to rec_len.  Header embedding: a commit whose
+ * header and stored bytes fit in 4096 is a single 4096-byte record (a
+ * one-row INSERT: page 1 and one leaf, each without its gap).
  *
  * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
  * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
@@ -95,8 +102,10 @@
 #include <stdint.h>
 
 #include "alex.h"
+#include "bytes.h"
 
-#define ALEX_FORMAT_VERSION 2u
+#define ALEX_FORMAT_VERSION 3u
+#define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
 #define ALEX_BLOCK 4096u
 #define ALEX_BLOCK_SHIFT 12
@@ -113,6 +122,8 @@
 #define ALEX_REC_COND 2u
 #define ALEX_COND_MAX 4096u   /* longest super-journal path a record holds */
 #define ALEX_BLK_LZ4 1u
+#define ALEX_BLK_GAP 2u
+#define ALEX_GAP_HDR 4u       /* a GAP block's off and len */
 #define ALEX_NO_TRUNC UINT64_MAX
 /* No logical file may be larger (SQLite's own limit is just below it). */
 #define ALEX_MAX_FILE (1ull << 48)
@@ -152,6 +163,17 @@ struct alex_entry {
 static inline uint64_t alex_roundup_block(uint64_t n)
 {
 	return (n + ALEX_BLOCK - 1) & ~(uint64_t)(ALEX_BLOCK - 1);
+}
+
+/* A GAP block's stored bytes (len of them at in): is its run where it
+ * must be?  Fills the run's place in the block. */
+static inline int alex_gap_decode(const uint8_t *in, uint32_t len, uint32_t *off, uint32_t *run)
+{
+	if (len < ALEX_GAP_HDR || len >= ALEX_GAP_HDR + ALEX_BLOCK)
+		return 0;
+	*off = alex_get16(in);
+	*run = alex_get16(in + 2);
+	return *run >= 1 && *off + *run <= ALEX_BLOCK && len == ALEX_GAP_HDR + ALEX_BLOCK - *run;
 }
 
 /* Header slot: encode into, decode from ALEX_HDR_SLOT_USED bytes (0 or

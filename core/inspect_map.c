@@ -97,7 +97,8 @@ static int push_rec(struct alex_logmap *lm, const uint8_t *buf, const struct ale
 		lm->ent[lm->nent++] = (struct alex_lm_ent){
 			alex_key(e.file, e.block), { pos, e.stored_len, e.crc, e.flags }, lm->nrec };
 		x->stored += e.stored_len;
-		x->lz4 += (e.flags & ALEX_BLK_LZ4) != 0;
+		x->lz4 += e.flags == ALEX_BLK_LZ4;
+		x->gap += e.flags == ALEX_BLK_GAP;
 		pos += e.stored_len;
 	}
 	lm->nrec++;

@@ -415,7 +415,7 @@ int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t 
 
 	if (loc->len > ALEX_BLOCK)
 		return ALEX_EBADBLOCK;
-	if (!(loc->flags & ALEX_BLK_LZ4))
+	if (!loc->flags)
 		in = blk; /* raw: read straight into place */
 	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, in, loc->len, loc->off, &got)))
 		return err;

@@ -30,7 +30,8 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version != ALEX_FORMAT_VERSION && version != ALEX_FORMAT_V1)
+	if (version != ALEX_FORMAT_VERSION && version != ALEX_FORMAT_V2 &&
+	    version != ALEX_FORMAT_V1)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
@@ -167,15 +168,19 @@ enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 	for (uint32_t i = 0; i < r->nblocks; i++) {
 		struct alex_entry e;
 		alex_entry_decode(tab + (size_t)i * ALEX_REC_ENTRY, &e);
-		if (e.file >= ALEX_NFILES || (e.flags & ~ALEX_BLK_LZ4) != 0 ||
+		if (e.file >= ALEX_NFILES || e.flags > ALEX_BLK_GAP ||
 		    e.stored_len == 0 || e.stored_len > ALEX_BLOCK ||
-		    (!(e.flags & ALEX_BLK_LZ4) && e.stored_len != ALEX_BLOCK) ||
+		    (!e.flags && e.stored_len != ALEX_BLOCK) ||
 		    e.block >= (ALEX_MAX_FILE >> ALEX_BLOCK_SHIFT) ||
 		    tab[(size_t)i * ALEX_REC_ENTRY + 10] || tab[(size_t)i * ALEX_REC_ENTRY + 11])
 			return ALEX_STOP_BAD_TABLE;
 		if (pos + e.stored_len > r->rec_len)
 			return ALEX_STOP_BAD_TABLE;
 		if (alex_crc32c(0, rec + pos, e.stored_len) != e.crc)
+			return ALEX_STOP_BAD_BLOCK;
+		uint32_t off, run; /* the crc holds: bytes a GAP block cannot have */
+		if (e.flags == ALEX_BLK_GAP &&
+		    !alex_gap_decode(rec + pos, e.stored_len, &off, &run))
 			return ALEX_STOP_BAD_BLOCK;
 		pos += e.stored_len;
 	}

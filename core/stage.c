@@ -66,13 +66,19 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	for (uint32_t i = 0; i < k; i++) {
 		struct alex_entry e = { alex_key_block(db->order[i].key),
 					(uint8_t)alex_key_file(db->order[i].key), 0, 0, 0 };
-		int lz4;
-		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), rec + pos, &lz4);
-		e.flags = lz4 ? ALEX_BLK_LZ4 : 0;
+		uint32_t how;
+		/* only database blocks start with a page; an epoch of an older
+		 * format stays readable by the version that began it */
+		int hdr_at = e.file != ALEX_FILE_DB || db->hdr.version < ALEX_FORMAT_VERSION ? -1
+			     : e.block == 0 ? (int)ALEX_BASE_HDR : 0;
+		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), hdr_at,
+					       rec + pos, &how);
+		e.flags = (uint8_t)how;
 		e.crc = alex_crc32c(0, rec + pos, e.stored_len);
 		alex_entry_encode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
 		pos += e.stored_len;
-		db->st.blocks_compressed += (uint64_t)lz4;
+		db->st.blocks_compressed += how == ALEX_BLK_LZ4;
+		db->st.blocks_gapped += how == ALEX_BLK_GAP;
 	}
 	uint64_t rec_len = alex_roundup_block(pos);
 	memset(rec + pos, 0, rec_len - pos);

@@ -28,6 +28,7 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	to->bytes_raw += s->bytes_raw;
 	to->blocks_logged += s->blocks_logged;
 	to->blocks_compressed += s->blocks_compressed;
+	to->blocks_gapped += s->blocks_gapped;
 	to->dedup_hits += s->dedup_hits;
 	to->checkpoints += s->checkpoints;
 	to->checkpoint_blocks += s->checkpoint_blocks;
@@ -76,7 +77,8 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"reserved_releases\": %llu, \"refreshes\": %llu, \"mmaps_refused\": %llu},\n"
 		"  \"engine\": {\"commits\": %llu, \"records\": %llu, \"spills\": %llu, "
 		"\"log_syncs\": %llu, \"bytes_logged\": %llu, \"bytes_raw\": %llu, "
-		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"dedup_hits\": %llu, "
+		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"blocks_gapped\": %llu, "
+		"\"dedup_hits\": %llu, "
 		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_failures\": %llu, "
 		"\"recovered_commits\": %llu, \"remote_commits\": %llu}%s",
 		(int)getpid(),
@@ -86,7 +88,8 @@ void alex_stats_write(const struct alex_stats *live)
 		C(p->syncs_requested), C(p->journal_syncs_elided), C(p->dir_syncs_elided),
 		C(p->reserved_releases), C(p->refreshes), C(p->mmaps_refused), C(e.commits),
 		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),
-		C(e.blocks_logged), C(e.blocks_compressed), C(e.dedup_hits), C(e.checkpoints),
+		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.dedup_hits),
+		C(e.checkpoints),
 		C(e.checkpoint_blocks), C(e.checkpoint_failures), C(e.recovered_commits),
 		C(e.remote_commits), "");
 #ifdef ALEX_TESTING

@@ -102,10 +102,12 @@ static void json_records(const struct alex_logmap *lm)
 		uint64_t raw = (uint64_t)x->nblocks * ALEX_BLOCK;
 		printf("%s\n  {\"offset\": %llu, \"lsn\": %llu, \"txn\": %llu, \"kind\": \"%s\", "
 		       "\"state\": \"%s\", \"blocks\": %u, \"compressed_blocks\": %u, "
+		       "\"gap_blocks\": %u, "
 		       "\"record_bytes\": %u, \"stored_bytes\": %llu, \"raw_bytes\": %llu, "
 		       "\"ratio\": %.2f, \"live_bytes\": %llu, \"super_journal\": ", i ? "," : "",
 		       U(x->off), U(x->lsn), U(x->txn), inspect_kind_name(x),
-		       inspect_state_name(x->state), x->nblocks, x->lz4, x->rec_len, U(x->stored),
+		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap, x->rec_len,
+		       U(x->stored),
 		       U(raw), x->stored ? (double)raw / (double)x->stored : 1.0, U(x->live));
 		if (x->cond)
 			jstr(x->cond);
@@ -137,9 +139,11 @@ static void json_pages(const struct alex_logmap *lm, const struct inspect_sums *
 			inspect_pages_of(blk, s, &lo, &hi);
 			printf("\"first_page\": %llu, \"last_page\": %llu, ", U(lo), U(hi));
 		}
-		printf("\"record\": %llu, \"offset\": %llu, \"stored\": %u, \"compressed\": %s}",
+		printf("\"record\": %llu, \"offset\": %llu, \"stored\": %u, \"compressed\": %s, "
+		       "\"codec\": \"%s\"}",
 		       U(lm->rec[b->rec].off), U(b->loc.off), b->loc.len,
-		       b->loc.flags & ALEX_BLK_LZ4 ? "true" : "false");
+		       b->loc.flags == ALEX_BLK_LZ4 ? "true" : "false",
+		       inspect_codec_name(b->loc.flags));
 	}
 	printf("],\n \"page_ranges\": \"");
 	inspect_ranges(stdout, lm, ALEX_FILE_DB, s);

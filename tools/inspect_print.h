@@ -47,6 +47,7 @@ uint64_t inspect_ckpt_blocks(const struct alex_logmap *lm, const struct inspect_
 			     int *counts);
 const char *inspect_state_name(enum alex_rec_state s);
 const char *inspect_kind_name(const struct alex_lm_rec *x);
+const char *inspect_codec_name(uint32_t flags);
 const char *inspect_slot_name(enum alex_slot_state s);
 const char *inspect_mark_name(const struct alex_logmap *lm);
 

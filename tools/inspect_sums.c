@@ -36,6 +36,12 @@ const char *inspect_kind_name(const struct alex_lm_rec *x)
 										    : "spill";
 }
 
+/* How a block is stored (format.h: a block's flags). */
+const char *inspect_codec_name(uint32_t flags)
+{
+	return flags == ALEX_BLK_LZ4 ? "lz4" : flags == ALEX_BLK_GAP ? "gap" : "raw";
+}
+
 const char *inspect_slot_name(enum alex_slot_state s)
 {
 	return s == ALEX_SLOT_VALID ? "valid" : s == ALEX_SLOT_DAMAGED ? "damaged" : "unwritten";

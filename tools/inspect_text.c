@@ -78,17 +78,18 @@ static void text_records(const struct alex_logmap *lm)
 {
 	printf("records: %zu, %llu commits\n", lm->nrec, U(lm->commits));
 	if (lm->nrec)
-		printf("  %-10s %-6s %-6s %-11s %-12s %6s %4s %17s %6s %8s\n", "offset", "lsn",
-		       "txn", "kind", "state", "blocks", "lz4", "stored/raw", "ratio", "live");
+		printf("  %-10s %-6s %-6s %-11s %-12s %6s %4s %4s %17s %6s %8s\n", "offset",
+		       "lsn", "txn", "kind", "state", "blocks", "lz4", "gap", "stored/raw", "ratio",
+		       "live");
 	for (size_t i = 0; i < lm->nrec; i++) {
 		const struct alex_lm_rec *x = &lm->rec[i];
 		uint64_t raw = (uint64_t)x->nblocks * ALEX_BLOCK;
 		char sr[48];
 		snprintf(sr, sizeof sr, "%llu/%llu", U(x->stored), U(raw));
-		printf("  %-10llu %-6llu %-6llu %-11s %-12s %6u %4u %17s %6.2f %8llu\n", U(x->off),
-		       U(x->lsn), U(x->txn), inspect_kind_name(x), inspect_state_name(x->state),
-		       x->nblocks, x->lz4, sr, x->stored ? (double)raw / (double)x->stored : 1.0,
-		       U(x->live));
+		printf("  %-10llu %-6llu %-6llu %-11s %-12s %6u %4u %4u %17s %6.2f %8llu\n",
+		       U(x->off), U(x->lsn), U(x->txn), inspect_kind_name(x),
+		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap, sr,
+		       x->stored ? (double)raw / (double)x->stored : 1.0, U(x->live));
 		if (x->cond)
 			printf("      super-journal %s\n", x->cond);
 	}
@@ -117,7 +118,7 @@ static void text_pages(const struct alex_logmap *lm, const struct inspect_sums *
 		}
 	if (lm->nblk)
 		printf("  %-8s %-8s %-10s %-10s %6s %s\n", "page", "block", "record", "offset",
-		       "stored", "lz4");
+		       "stored", "codec");
 	for (size_t i = 0; i < lm->nblk; i++) {
 		const struct alex_lm_ent *b = &lm->blk[i];
 		unsigned f = alex_key_file(b->key);
@@ -129,7 +130,7 @@ static void text_pages(const struct alex_logmap *lm, const struct inspect_sums *
 			snprintf(pg, sizeof pg, lo == hi ? "%llu" : "%llu-%llu", U(lo), U(hi));
 		printf("  %-8s %-8llu %-10llu %-10llu %6u %s%s%s\n", pg, U(blk),
 		       U(lm->rec[b->rec].off), U(b->loc.off), b->loc.len,
-		       b->loc.flags & ALEX_BLK_LZ4 ? "yes" : "no", f ? " " : "",
+		       inspect_codec_name(b->loc.flags), f ? " " : "",
 		       f ? inspect_file_name[f] : "");
 	}
 }

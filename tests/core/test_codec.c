@@ -1,6 +1,7 @@
-/* Per-block LZ4 (codec.c): what is stored compressed and what raw, the
- * saving threshold, AUTO mode's pause after a run of misses, and the
- * decoder's refusal of anything that is not exactly one block. */
+/* How a block is stored (codec.c): LZ4 -- what is stored compressed and
+ * what raw, the saving threshold, AUTO mode's pause after a run of misses,
+ * the decoder's refusal of anything that is not exactly one block -- and
+ * GAP, a b-tree page without its zero gap (the tests at the end). */
 #include <criterion/criterion.h>
 #include <lz4.h>
 #include <stdlib.h>
@@ -38,11 +39,11 @@ static void noise(uint8_t *b, uint64_t seed)
 /* Text-like content compresses, is flagged, and decodes to the same block. */
 Test(codec, compressible_block_round_trips)
 {
-	int lz4 = -1;
+	uint32_t lz4 = 99;
 
 	fill_block(blk, 1, 1); /* (1 + 1) % 3 != 0: text */
-	uint32_t n = alex_codec_pack(db, blk, out, &lz4);
-	cr_assert_eq(lz4, 1);
+	uint32_t n = alex_codec_pack(db, blk, -1, out, &lz4);
+	cr_assert_eq(lz4, ALEX_BLK_LZ4);
 	cr_assert_lt(n, BLK);
 	cr_assert_gt(n, 0u);
 	cr_assert_eq(alex_codec_unpack(out, n, ALEX_BLK_LZ4, back), 0);
@@ -52,10 +53,10 @@ Test(codec, compressible_block_round_trips)
 /* Noise does not compress: stored raw, exactly 4096 bytes, unchanged. */
 Test(codec, noise_is_stored_raw)
 {
-	int lz4 = -1;
+	uint32_t lz4 = 99;
 
 	noise(blk, 3);
-	cr_assert_eq(alex_codec_pack(db, blk, out, &lz4), BLK);
+	cr_assert_eq(alex_codec_pack(db, blk, -1, out, &lz4), BLK);
 	cr_expect_eq(lz4, 0);
 	cr_expect_arr_eq(out, blk, BLK);
 	cr_assert_eq(alex_codec_unpack(out, BLK, 0, back), 0);
@@ -65,11 +66,11 @@ Test(codec, noise_is_stored_raw)
 /* COMPRESS_OFF never tries, even on a block of zeros. */
 Test(codec, off_stores_everything_raw)
 {
-	int lz4 = -1;
+	uint32_t lz4 = 99;
 
 	db->cfg.compress = ALEX_COMPRESS_OFF;
 	memset(blk, 0, BLK);
-	cr_expect_eq(alex_codec_pack(db, blk, out, &lz4), BLK);
+	cr_expect_eq(alex_codec_pack(db, blk, -1, out, &lz4), BLK);
 	cr_expect_eq(lz4, 0);
 	cr_expect_null(db->lz4, "no LZ4 state is made when nothing is compressed");
 }
@@ -79,20 +80,20 @@ Test(codec, off_stores_everything_raw)
  * room the threshold leaves. */
 Test(codec, threshold_decides)
 {
-	int lz4;
+	uint32_t lz4;
 
 	noise(blk, 9);
 	memset(blk + BLK / 2, 0, BLK / 2);
 	db->cfg.compress = ALEX_COMPRESS_LZ4;
 	db->cfg.compress_min_saving_pct = 40;
-	uint32_t n = alex_codec_pack(db, blk, out, &lz4);
-	cr_expect_eq(lz4, 1);
+	uint32_t n = alex_codec_pack(db, blk, -1, out, &lz4);
+	cr_expect_eq(lz4, ALEX_BLK_LZ4);
 	cr_expect_leq(n, BLK - BLK * 40 / 100);
 	cr_assert_eq(alex_codec_unpack(out, n, ALEX_BLK_LZ4, back), 0);
 	cr_expect_arr_eq(back, blk, BLK);
 
 	db->cfg.compress_min_saving_pct = 60;
-	cr_expect_eq(alex_codec_pack(db, blk, out, &lz4), BLK);
+	cr_expect_eq(alex_codec_pack(db, blk, -1, out, &lz4), BLK);
 	cr_expect_eq(lz4, 0);
 	cr_expect_arr_eq(out, blk, BLK);
 }
@@ -100,12 +101,12 @@ Test(codec, threshold_decides)
 /* A saving of 100 % leaves no room: raw, whatever the content. */
 Test(codec, full_saving_leaves_no_room)
 {
-	int lz4;
+	uint32_t lz4;
 
 	db->cfg.compress = ALEX_COMPRESS_LZ4;
 	db->cfg.compress_min_saving_pct = 100;
 	memset(blk, 0, BLK);
-	cr_expect_eq(alex_codec_pack(db, blk, out, &lz4), BLK);
+	cr_expect_eq(alex_codec_pack(db, blk, -1, out, &lz4), BLK);
 	cr_expect_eq(lz4, 0);
 }
 
@@ -114,36 +115,36 @@ Test(codec, full_saving_leaves_no_room)
 Test(codec, auto_pauses_after_a_run_of_misses)
 {
 	uint8_t zeros[BLK] = { 0 };
-	int lz4;
+	uint32_t lz4;
 
 	db->cfg.compress = ALEX_COMPRESS_AUTO;
 	for (int i = 0; i < 8; i++) {
 		noise(blk, 100 + (uint64_t)i);
-		alex_codec_pack(db, blk, out, &lz4);
+		alex_codec_pack(db, blk, -1, out, &lz4);
 		cr_assert_eq(lz4, 0);
 	}
 	for (int i = 0; i < 64; i++) {
-		cr_assert_eq(alex_codec_pack(db, zeros, out, &lz4), BLK, "skipped block %d", i);
+		cr_assert_eq(alex_codec_pack(db, zeros, -1, out, &lz4), BLK, "skipped block %d", i);
 		cr_assert_eq(lz4, 0);
 	}
-	cr_expect_lt(alex_codec_pack(db, zeros, out, &lz4), BLK);
-	cr_expect_eq(lz4, 1);
+	cr_expect_lt(alex_codec_pack(db, zeros, -1, out, &lz4), BLK);
+	cr_expect_eq(lz4, ALEX_BLK_LZ4);
 }
 
 /* A hit resets the run: 7 misses, a hit, 7 more misses never pause. */
 Test(codec, a_hit_resets_the_miss_count)
 {
 	uint8_t zeros[BLK] = { 0 };
-	int lz4;
+	uint32_t lz4;
 
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 7; i++) {
 			noise(blk, 200 + (uint64_t)(round * 10 + i));
-			alex_codec_pack(db, blk, out, &lz4);
+			alex_codec_pack(db, blk, -1, out, &lz4);
 			cr_assert_eq(lz4, 0);
 		}
-		alex_codec_pack(db, zeros, out, &lz4);
-		cr_assert_eq(lz4, 1, "round %d", round);
+		alex_codec_pack(db, zeros, -1, out, &lz4);
+		cr_assert_eq(lz4, ALEX_BLK_LZ4, "round %d", round);
 	}
 }
 
@@ -151,15 +152,15 @@ Test(codec, a_hit_resets_the_miss_count)
 Test(codec, lz4_mode_never_pauses)
 {
 	uint8_t zeros[BLK] = { 0 };
-	int lz4;
+	uint32_t lz4;
 
 	db->cfg.compress = ALEX_COMPRESS_LZ4;
 	for (int i = 0; i < 20; i++) {
 		noise(blk, 300 + (uint64_t)i);
-		alex_codec_pack(db, blk, out, &lz4);
+		alex_codec_pack(db, blk, -1, out, &lz4);
 	}
-	alex_codec_pack(db, zeros, out, &lz4);
-	cr_expect_eq(lz4, 1);
+	alex_codec_pack(db, zeros, -1, out, &lz4);
+	cr_expect_eq(lz4, ALEX_BLK_LZ4);
 }
 
 /* A raw block is exactly 4096 bytes: any other stored length is damage. */
@@ -175,12 +176,12 @@ Test(codec, raw_of_wrong_length_is_a_bad_block)
 Test(codec, lz4_that_is_not_one_block_is_a_bad_block)
 {
 	static char half[BLK / 2], small[BLK];
-	int lz4;
+	uint32_t lz4;
 
 	memset(blk, 0, BLK);
 	blk[100] = 1;
-	uint32_t n = alex_codec_pack(db, blk, out, &lz4);
-	cr_assert_eq(lz4, 1);
+	uint32_t n = alex_codec_pack(db, blk, -1, out, &lz4);
+	cr_assert_eq(lz4, ALEX_BLK_LZ4);
 	cr_expect_eq(alex_codec_unpack(out, n - 1, ALEX_BLK_LZ4, back), ALEX_EBADBLOCK);
 	cr_expect_eq(alex_codec_unpack(out, 1, ALEX_BLK_LZ4, back), ALEX_EBADBLOCK);
 	noise(blk, 5);
@@ -197,13 +198,13 @@ Test(codec, lz4_that_is_not_one_block_is_a_bad_block)
  * the stream and may run twice. */
 Test(codec, state_is_reused_and_freed)
 {
-	int lz4;
+	uint32_t lz4;
 
 	fill_block(blk, 2, 2);
-	uint32_t n1 = alex_codec_pack(db, blk, out, &lz4);
+	uint32_t n1 = alex_codec_pack(db, blk, -1, out, &lz4);
 	void *state = db->lz4;
 	cr_assert_not_null(state);
-	uint32_t n2 = alex_codec_pack(db, blk, out, &lz4);
+	uint32_t n2 = alex_codec_pack(db, blk, -1, out, &lz4);
 	cr_expect_eq(db->lz4, state);
 	cr_expect_gt(n2, n1 / 2, "the second block looks encoded against the first");
 	cr_assert_eq(alex_codec_unpack(out, n2, ALEX_BLK_LZ4, back), 0);
@@ -211,4 +212,157 @@ Test(codec, state_is_reused_and_freed)
 	alex_codec_free(db);
 	cr_expect_null(db->lz4);
 	alex_codec_free(db);
+}
+
+/* A SQLite table leaf: header at h, ncells cells of csize bytes at the
+ * end of the block, the cell pointers after the header, zeros between. */
+static uint32_t leaf(uint8_t *b, uint32_t h, uint32_t ncells, uint32_t csize)
+{
+	uint32_t content = BLK - ncells * csize;
+
+	memset(b, 0, BLK);
+	if (h)
+		memset(b, 'S', h); /* page 1: the database header before it */
+	b[h] = 13;
+	b[h + 3] = (uint8_t)(ncells >> 8);
+	b[h + 4] = (uint8_t)ncells;
+	b[h + 5] = (uint8_t)(content >> 8);
+	b[h + 6] = (uint8_t)content;
+	for (uint32_t i = 0; i < ncells; i++) {
+		uint32_t at = content + i * csize;
+		b[h + 8 + 2 * i] = (uint8_t)(at >> 8);
+		b[h + 9 + 2 * i] = (uint8_t)at;
+		uint64_t seed = at;
+		for (uint32_t j = 0; j < csize; j++) /* cells: incompressible, no zero */
+			b[at + j] = (uint8_t)(rnd(&seed) | 1);
+	}
+	return content - (h + 8 + 2 * ncells); /* the gap */
+}
+
+/* A leaf that grows by inserts: stored without its gap, in every mode
+ * that compresses, and decoded to the same bytes.  LZ4 is not even made. */
+Test(codec, btree_leaf_is_stored_without_its_gap)
+{
+	enum alex_compress modes[] = { ALEX_COMPRESS_AUTO, ALEX_COMPRESS_LZ4 };
+	uint32_t how;
+
+	for (int m = 0; m < 2; m++) {
+		db->cfg.compress = modes[m];
+		uint32_t gap = leaf(blk, 0, 10, 110);
+		uint32_t n = alex_codec_pack(db, blk, 0, out, &how);
+		cr_assert_eq(how, ALEX_BLK_GAP, "mode %d", m);
+		cr_expect_eq(n, ALEX_GAP_HDR + BLK - gap);
+		cr_assert_eq(alex_codec_unpack(out, n, ALEX_BLK_GAP, back), 0);
+		cr_expect_arr_eq(back, blk, BLK);
+	}
+	cr_expect_null(db->lz4, "no LZ4 for a block the gap made small");
+}
+
+/* Page 1: its b-tree header follows the 100-byte database header. */
+Test(codec, page_one_gap_is_found_after_the_database_header)
+{
+	uint32_t how;
+
+	uint32_t gap = leaf(blk, 100, 3, 300);
+	uint32_t n = alex_codec_pack(db, blk, 100, out, &how);
+	cr_assert_eq(how, ALEX_BLK_GAP);
+	cr_expect_eq(n, ALEX_GAP_HDR + BLK - gap);
+	cr_assert_eq(alex_codec_unpack(out, n, how, back), 0);
+	cr_expect_arr_eq(back, blk, BLK);
+}
+
+/* The header is a hint, not a promise: a gap holding old bytes (SQLite
+ * does not clear freed space) is not left out; the block goes to LZ4 or
+ * raw, and every byte comes back.  A header that names a gap past the
+ * block, or none at all, is no reason to lose a byte either. */
+Test(codec, a_gap_that_is_not_zero_is_kept)
+{
+	uint32_t how;
+
+	leaf(blk, 0, 10, 110);
+	blk[2000] = 0x77; /* a stale byte in the gap */
+	uint32_t n = alex_codec_pack(db, blk, 0, out, &how);
+	cr_expect_neq(how, ALEX_BLK_GAP);
+	cr_assert_eq(alex_codec_unpack(out, n, how, back), 0);
+	cr_expect_arr_eq(back, blk, BLK);
+
+	leaf(blk, 0, 10, 110);
+	blk[5] = 0xff; /* content "starts" at 65 280: past the block */
+	blk[6] = 0x00;
+	n = alex_codec_pack(db, blk, 0, out, &how);
+	cr_assert_eq(alex_codec_unpack(out, n, how, back), 0);
+	cr_expect_arr_eq(back, blk, BLK);
+}
+
+/* Without a b-tree header, a zero tail is left out (a new page, the last
+ * overflow page); hdr_at -1 (journal, WAL, an older format's epoch) never
+ * leaves anything out, even a block of zeros. */
+Test(codec, zero_tail_and_no_gap_where_none_may_be)
+{
+	uint32_t how;
+
+	noise(blk, 11);
+	memset(blk + 1000, 0, BLK - 1000);
+	uint32_t n = alex_codec_pack(db, blk, 0, out, &how);
+	cr_assert_eq(how, ALEX_BLK_GAP);
+	cr_expect_eq(n, ALEX_GAP_HDR + 1000);
+	cr_assert_eq(alex_codec_unpack(out, n, how, back), 0);
+	cr_expect_arr_eq(back, blk, BLK);
+
+	memset(blk, 0, BLK);
+	n = alex_codec_pack(db, blk, -1, out, &how);
+	cr_expect_eq(how, ALEX_BLK_LZ4);
+	db->cfg.compress = ALEX_COMPRESS_OFF;
+	cr_expect_eq(alex_codec_pack(db, blk, 0, out, &how), BLK, "OFF: raw, gap or not");
+	cr_expect_eq(how, 0);
+}
+
+/* The gap must save what LZ4 must save (compress_min_saving_pct): a nearly
+ * full page goes on to LZ4 (here: raw, its cells being noise). */
+Test(codec, a_small_gap_is_not_worth_a_gap_block)
+{
+	uint32_t how;
+
+	uint32_t gap = leaf(blk, 0, 36, 110); /* 4096 - 8 - 72 - 3960 = 56 */
+	cr_assert_lt(gap, BLK / 10);
+	cr_expect_eq(alex_codec_pack(db, blk, 0, out, &how), BLK);
+	cr_expect_eq(how, 0);
+	cr_expect_arr_eq(out, blk, BLK);
+}
+
+/* AUTO's pause is LZ4's: a gap is still left out while LZ4 pauses. */
+Test(codec, gap_is_left_out_while_lz4_pauses)
+{
+	uint32_t how;
+
+	for (int i = 0; i < 8; i++) {
+		noise(blk, 400 + (uint64_t)i);
+		alex_codec_pack(db, blk, 0, out, &how);
+		cr_assert_eq(how, 0);
+	}
+	leaf(blk, 0, 2, 200);
+	alex_codec_pack(db, blk, 0, out, &how);
+	cr_expect_eq(how, ALEX_BLK_GAP);
+}
+
+/* GAP bytes are checked before they are trusted: a run past the block, an
+ * empty run, a stored length that does not match the run, both flags. */
+Test(codec, gap_that_does_not_add_up_is_a_bad_block)
+{
+	uint8_t in[BLK] = { 0 };
+
+	alex_put16(in, 4000);
+	alex_put16(in + 2, 97); /* 4000 + 97 > 4096 */
+	cr_expect_eq(alex_codec_unpack(in, ALEX_GAP_HDR + BLK - 97, ALEX_BLK_GAP, back),
+		     ALEX_EBADBLOCK);
+	alex_put16(in, 0);
+	alex_put16(in + 2, 0);
+	cr_expect_eq(alex_codec_unpack(in, ALEX_GAP_HDR + BLK, ALEX_BLK_GAP, back), ALEX_EBADBLOCK);
+	alex_put16(in + 2, 100);
+	cr_expect_eq(alex_codec_unpack(in, ALEX_GAP_HDR + BLK - 99, ALEX_BLK_GAP, back),
+		     ALEX_EBADBLOCK);
+	cr_expect_eq(alex_codec_unpack(in, 3, ALEX_BLK_GAP, back), ALEX_EBADBLOCK);
+	cr_expect_eq(alex_codec_unpack(in, ALEX_GAP_HDR + BLK - 100, ALEX_BLK_GAP, back), 0);
+	cr_expect_eq(alex_codec_unpack(in, ALEX_GAP_HDR + BLK - 100, ALEX_BLK_GAP | ALEX_BLK_LZ4,
+				       back), ALEX_EBADBLOCK);
 }

@@ -177,7 +177,8 @@ ParameterizedTestParameters(record, bad_entries)
 {
 	static struct bad_entry cases[] = {
 		{ 8, 1, ALEX_NFILES, ALEX_STOP_BAD_TABLE },           /* no such file */
-		{ 9, 1, 2, ALEX_STOP_BAD_TABLE },                     /* unknown block flag */
+		{ 9, 1, 4, ALEX_STOP_BAD_TABLE },                     /* unknown block flag */
+		{ 9, 1, 3, ALEX_STOP_BAD_TABLE },                     /* both LZ4 and GAP */
 		{ 10, 1, 1, ALEX_STOP_BAD_TABLE },                    /* reserved byte */
 		{ 11, 1, 1, ALEX_STOP_BAD_TABLE },                    /* reserved byte */
 		{ 12, 4, 0, ALEX_STOP_BAD_TABLE },                    /* empty block */
@@ -278,8 +279,38 @@ Test(record, header_slot_rules)
 	buf[7] = '!';
 	reseal_slot(buf);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "magic");
-	slot(buf, 3, 0);
+	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
+	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
+	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
+	slot(buf, ALEX_FORMAT_VERSION + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
+}
+
+/* A GAP entry passes the body check only when its stored header adds up:
+ * the block crc holds either way, so the check is the format's own. */
+Test(record, gap_block_must_add_up)
+{
+	uint8_t rec[ALEX_BLOCK] = { 0 };
+	struct alex_rec r = { 0 };
+	struct alex_entry e = { 3, ALEX_FILE_DB, ALEX_BLK_GAP, ALEX_GAP_HDR + 96, 0 };
+	uint32_t hdr_len = ALEX_REC_FIXED + ALEX_REC_ENTRY;
+
+	for (int bad = 0; bad < 3; bad++) {
+		memset(rec, 0, sizeof rec);
+		alex_put16(rec + hdr_len, bad == 1 ? 100 : 50);   /* off */
+		alex_put16(rec + hdr_len + 2, bad == 2 ? 4001 : 4000); /* run */
+		for (int i = 0; i < 96; i++)
+			rec[hdr_len + ALEX_GAP_HDR + i] = (uint8_t)(i + 1);
+		e.crc = alex_crc32c(0, rec + hdr_len, e.stored_len);
+		alex_entry_encode(rec + ALEX_REC_FIXED, &e);
+		r = (struct alex_rec){ .hdr_len = hdr_len, .rec_len = ALEX_BLOCK, .nblocks = 1 };
+		r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, ALEX_REC_ENTRY);
+		enum alex_stop want = bad ? ALEX_STOP_BAD_BLOCK : ALEX_STOP_NONE;
+		cr_expect_eq(alex_rec_check_body(rec, &r), want, "case %d", bad);
+	}
+	rec[ALEX_REC_FIXED + 9] = ALEX_BLK_GAP | ALEX_BLK_LZ4;
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, ALEX_REC_ENTRY);
+	cr_expect_eq(alex_rec_check_body(rec, &r), ALEX_STOP_BAD_TABLE, "both flags");
 }
 
 /* A slot encodes the same bytes it decodes from (tools rewrite slots). */

@@ -11,9 +11,12 @@
  *     epoch/lsn/prev_crc instead of the record's own, for the STALE path.
  *   bit 3 set (7 clear): the used bytes of a header slot (bit 0: make its
  *     crc hold); a slot that decodes must encode back to the same fields.
- *   bit 7 set: one pct byte, one compress-mode byte, a block of data:
- *     alex_codec_pack must round-trip through alex_codec_unpack, and
- *     unpacking the raw input bytes must fail cleanly.
+ *   bit 7 set: one pct byte, one mode byte (compress mode, where a b-tree
+ *     header would be, a zero gap carved in, a header naming it), a block
+ *     of data: alex_codec_pack must round-trip through alex_codec_unpack,
+ *     a GAP block must hold what format.h says, and unpacking the raw input
+ *     bytes must fail cleanly (and succeed as GAP exactly when its header
+ *     is consistent).
  * Beyond "no crash", it checks what format.h promises of a record declared
  * valid: every documented bound holds, the encoders reproduce its bytes,
  * and each block's stored bytes decode (raw ones always).
@@ -62,6 +65,19 @@ static void repair(uint8_t *r, size_t len)
 	alex_put32(r + 108, alex_crc32c(0, r, 108));
 }
 
+/* A GAP block decoded: the stored bytes around a run of zeros where the
+ * stored header says (format.h), by the format's words, not the codec's. */
+static void check_gap(const uint8_t *in, uint32_t len, const uint8_t *blk)
+{
+	uint32_t off = (uint32_t)in[0] | (uint32_t)in[1] << 8;
+	uint32_t run = (uint32_t)in[2] | (uint32_t)in[3] << 8;
+	check(run >= 1 && off + run <= ALEX_BLOCK && len == 4 + ALEX_BLOCK - run);
+	check(memcmp(blk, in + 4, off) == 0);
+	for (uint32_t i = off; i < off + run; i++)
+		check(blk[i] == 0);
+	check(memcmp(blk + off + run, in + 4 + off, ALEX_BLOCK - off - run) == 0);
+}
+
 /* The body of a record alex_rec_check_body accepted, entry by entry. */
 static void check_blocks(const uint8_t *rec, const struct alex_rec *r)
 {
@@ -84,9 +100,11 @@ static void check_blocks(const uint8_t *rec, const struct alex_rec *r)
 		check(in);
 		memcpy(in, rec + pos, e.stored_len);
 		int rc = alex_codec_unpack(in, e.stored_len, e.flags, blk);
-		check(rc == 0 || ((e.flags & ALEX_BLK_LZ4) && rc == ALEX_EBADBLOCK));
-		if (!(e.flags & ALEX_BLK_LZ4))
+		check(rc == 0 || (e.flags == ALEX_BLK_LZ4 && rc == ALEX_EBADBLOCK));
+		if (!e.flags)
 			check(memcmp(blk, in, ALEX_BLOCK) == 0);
+		if (e.flags == ALEX_BLK_GAP)
+			check_gap(in, e.stored_len, blk);
 		free(in);
 		pos += e.stored_len;
 	}
@@ -190,29 +208,60 @@ static void fuzz_codec(const uint8_t *data, size_t size)
 	int room = (int)(ALEX_BLOCK - ALEX_BLOCK * db->cfg.compress_min_saving_pct / 100);
 	memcpy(blk, data + 2, n);
 	/* several packs, so AUTO's miss counting and skipping run too */
+	/* where a b-tree header would be: none, a page's start, page 1's */
+	int hdr_at = (int)(data[1] / 3 % 3) - 1;
+	hdr_at = hdr_at > 0 ? 100 : hdr_at;
+	if (data[1] / 9 % 2 && n >= 6) {
+		/* a zero gap, and (bit 5) a b-tree leaf header that names it:
+		 * random bytes hardly ever make either */
+		uint32_t s = alex_get16(data + 2) % ALEX_BLOCK;
+		uint32_t e = s + alex_get16(data + 4) % (ALEX_BLOCK - s + 1);
+		memset(blk + s, 0, e - s);
+		uint32_t h = hdr_at > 0 ? 100 : 0;
+		if (data[1] & 32 && s >= h + 8) {
+			blk[h] = 13;
+			blk[h + 3] = (uint8_t)((s - h - 8) / 2 >> 8);
+			blk[h + 4] = (uint8_t)((s - h - 8) / 2);
+			blk[h + 5] = (uint8_t)(e >> 8);
+			blk[h + 6] = (uint8_t)e;
+		}
+	}
 	for (int k = 0; k < 12; k++) {
-		int lz4;
+		uint32_t how;
 		if (k)
 			blk[(k * 997) % ALEX_BLOCK] ^= (uint8_t)k;
-		uint32_t len = alex_codec_pack(db, blk, out, &lz4);
+		uint32_t len = alex_codec_pack(db, blk, hdr_at, out, &how);
 		check(len >= 1 && len <= ALEX_BLOCK);
-		if (lz4)
+		if (how)
 			check(db->cfg.compress != ALEX_COMPRESS_OFF && (int)len <= room);
 		else
 			check(len == ALEX_BLOCK && memcmp(out, blk, ALEX_BLOCK) == 0);
-		check(alex_codec_unpack(out, len, lz4 ? ALEX_BLK_LZ4 : 0, back) == 0);
+		check(how == 0 || how == ALEX_BLK_LZ4 || (how == ALEX_BLK_GAP && hdr_at >= 0));
+		check(alex_codec_unpack(out, len, how, back) == 0);
 		check(memcmp(back, blk, ALEX_BLOCK) == 0);
+		if (how == ALEX_BLK_GAP)
+			check_gap(out, len, back);
 	}
 	/* arbitrary stored bytes, as a block entry could name them (1..4096,
 	 * copied to an exact buffer so an over-read shows) */
 	uint8_t *in = malloc(n ? n : 1);
 	check(in);
 	memcpy(in, data + 2, n);
-	for (uint32_t flags = 0; n && flags <= ALEX_BLK_LZ4; flags++) {
+	for (uint32_t flags = 0; n && flags <= ALEX_BLK_GAP + 1; flags++) {
 		int rc = alex_codec_unpack(in, (uint32_t)n, flags, back);
 		check(rc == 0 || rc == ALEX_EBADBLOCK);
 		if (!flags)
 			check(rc == (n == ALEX_BLOCK ? 0 : ALEX_EBADBLOCK));
+		if (flags > ALEX_BLK_GAP)
+			check(rc == ALEX_EBADBLOCK);
+		if (flags == ALEX_BLK_GAP && rc == 0)
+			check_gap(in, (uint32_t)n, back);
+		if (flags == ALEX_BLK_GAP && n >= 4) {
+			uint32_t run = (uint32_t)in[2] | (uint32_t)in[3] << 8;
+			uint32_t off = (uint32_t)in[0] | (uint32_t)in[1] << 8;
+			check((rc == 0) == (run >= 1 && off + run <= ALEX_BLOCK &&
+					    n == 4 + ALEX_BLOCK - run));
+		}
 	}
 	free(in);
 	alex_codec_free(db);
