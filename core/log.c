@@ -188,15 +188,15 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 		rc[s] = got >= s * ALEX_BLOCK + ALEX_HDR_SLOT_USED
 				? alex_loghdr_decode(buf + s * ALEX_BLOCK, &h[s])
 				: ALEX_ECORRUPT;
-	/* is the other slot damaged, or merely never written?  A damaged one
-	 * may have held the newer epoch (recover.c looks for its records) */
+	/* is a slot that does not decode damaged, or merely never written?  A
+	 * damaged one may have held the newer epoch (recover.c looks for its
+	 * records).  Asked only of such a slot: this runs at every transaction */
 	int written[2];
 	for (int s = 0; s < 2; s++) {
-		const uint8_t *p = buf + s * ALEX_BLOCK;
 		size_t have = got > (size_t)s * ALEX_BLOCK ? got - (size_t)s * ALEX_BLOCK : 0;
-		written[s] = 0;
-		for (size_t i = 0; i < have && i < ALEX_HDR_SLOT_USED; i++)
-			written[s] |= p[i] != 0;
+		if (have > ALEX_HDR_SLOT_USED)
+			have = ALEX_HDR_SLOT_USED;
+		written[s] = rc[s] && !alex_all_zero(buf + s * ALEX_BLOCK, have);
 	}
 	if (rc[0] && rc[1]) {
 		if (!written[0] || !written[1])
