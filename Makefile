@@ -279,9 +279,10 @@ $(B)/fuzz-decode: tests/fuzz/fuzz_decode.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_decode.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-trace: tests/fuzz/fuzz_trace.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_trace.c $(CORE_SRC) -o $@ $(LZ4)
-$(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h $(CORE_SRC) \
-		core/io_test.c core/io_test_record.c core/*.h | $(B)/tests
+$(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h preload/match.c \
+		$(CORE_SRC) core/io_test.c core/io_test_record.c core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) -DALEX_TESTING -Ipreload tests/fuzz/fuzz_config.c preload/config.c \
+		preload/match.c \
 		$(CORE_SRC) core/io_test.c core/io_test_record.c -o $@ $(LZ4)
 $(B)/fuzz-mkseed: tests/fuzz/mkseed.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)

@@ -91,8 +91,11 @@ static int patterns(void)
 		    alex_cfg.npatterns == ALEX_MAX_PATTERNS || memchr(p, '/', len))
 			return bad("ALEX_MATCH", v, "up to 16 comma-separated file name globs, "
 					       "no '/', each under 128 bytes");
-		memcpy(alex_cfg.patterns[alex_cfg.npatterns], p, len);
-		alex_cfg.patterns[alex_cfg.npatterns++][len] = 0;
+		char *pat = alex_cfg.patterns[alex_cfg.npatterns];
+		memcpy(pat, p, len);
+		pat[len] = 0;
+		alex_cfg.suffix[alex_cfg.npatterns++] =
+			pat[0] == '*' && !strpbrk(pat + 1, "*?[\\") ? (unsigned char)len : 0;
 		p += len + (comma ? 1 : 0);
 		if (comma && !*p)
 			return bad("ALEX_MATCH", v, "no empty pattern");

@@ -21,6 +21,9 @@ struct alex_pconfig {
 	enum alex_mode mode;
 	struct alex_config engine;
 	char patterns[ALEX_MAX_PATTERNS][128];
+	/* a pattern "*LITERAL" (no other glob character) matches exactly the
+	 * names that end in LITERAL: 1 + LITERAL's length, else 0 (fnmatch) */
+	unsigned char suffix[ALEX_MAX_PATTERNS];
 	int npatterns;
 	char stats_path[4096];
 	int trace;             /* 0 off, 1 database files, 2 every file */

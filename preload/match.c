@@ -5,21 +5,34 @@
 #include "config.h"
 #include "match.h"
 
+/* Is the file name in path[0..len) one of ALEX_MATCH's?  SQLite asks
+ * about the same few names at every transaction (journal, WAL, database),
+ * so the default globs ("*.db": a suffix) are compared as suffixes, with no
+ * copy and no fnmatch. */
 static int db_name(const char *path, size_t len)
 {
 	char base[256];
-	const char *b = path;
+	const char *b = path + len;
 
-	for (size_t i = 0; i < len; i++)
-		if (path[i] == '/')
-			b = path + i + 1;
+	while (b > path && b[-1] != '/')
+		b--;
 	size_t n = len - (size_t)(b - path);
 	if (n == 0 || n >= sizeof base)
+		return 0;
+	int globs = 0;
+	for (int i = 0; i < alex_cfg.npatterns; i++) {
+		size_t k = alex_cfg.suffix[i];
+		if (!k--)
+			globs = 1;
+		else if (n >= k && memcmp(b + n - k, alex_cfg.patterns[i] + 1, k) == 0)
+			return 1;
+	}
+	if (!globs)
 		return 0;
 	memcpy(base, b, n);
 	base[n] = 0;
 	for (int i = 0; i < alex_cfg.npatterns; i++)
-		if (fnmatch(alex_cfg.patterns[i], base, 0) == 0)
+		if (!alex_cfg.suffix[i] && fnmatch(alex_cfg.patterns[i], base, 0) == 0)
 			return 1;
 	return 0;
 }

@@ -21,6 +21,7 @@
  * another one and a long invalid one could pass.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "alex.h"
 #include "config.h"
 #include "io.h"
+#include "match.h"
 
 #define check(c) do { if (!(c)) abort(); } while (0)
 
@@ -235,6 +237,54 @@ static int trace(const char *const *val)
 
 /* Checks the parsed globs against the value's pieces; 0 when the value is
  * not "up to 16 comma-separated globs, no '/', each under 128 bytes". */
+/* What match.c must answer for a path: SQLite's suffix (-journal, -wal,
+ * -shm) taken off, then fnmatch of the base name against each glob, as
+ * man/libalex.7 says; its suffix shortcut must not change a single answer. */
+static int glob_says(const char *path)
+{
+	static const char *const sfx[] = { "-journal", "-wal", "-shm" };
+	char name[512];
+	size_t k = strlen(path);
+
+	for (int j = 0; j < 3; j++) {
+		size_t n = strlen(sfx[j]);
+		if (k > n && strcmp(path + k - n, sfx[j]) == 0) {
+			k -= n;
+			break;
+		}
+	}
+	snprintf(name, sizeof name, "%.*s", (int)k, path);
+	const char *b = strrchr(name, '/');
+	b = b ? b + 1 : name;
+	if (!*b || strlen(b) >= 256)
+		return 0;
+	for (int i = 0; i < alex_cfg.npatterns; i++)
+		if (fnmatch(alex_cfg.patterns[i], b, 0) == 0)
+			return 1;
+	return 0;
+}
+
+/* Names near each glob: the glob's own text, with a prefix, cut short,
+ * with the suffixes SQLite adds, in a directory, and a few fixed ones. */
+static void match_names(void)
+{
+	static const char *const fixed[] = { "a.db", ".db", "db", "x.sqlite3", "/d/a.sqlite",
+					     "/d/", "", "a.db-journal", "b.db-wal", "c.db-shm",
+					     "a.db.bak", "A.DB", "*", "-wal", NULL };
+	char name[512], dbp[512];
+
+	for (int i = 0; fixed[i]; i++)
+		check((alex_match(fixed[i], dbp, sizeof dbp) != ROLE_NONE) == glob_says(fixed[i]));
+	for (int i = 0; i < alex_cfg.npatterns; i++) {
+		const char *p = alex_cfg.patterns[i];
+		const char *forms[] = { "%s", "x%s", "/tmp/%s", "%s.db", "%.3s", "%s-journal" };
+		for (int j = 0; j < 6; j++) {
+			snprintf(name, sizeof name, forms[j], p[0] == '*' && j != 4 ? p + 1 : p);
+			check((alex_match(name, dbp, sizeof dbp) != ROLE_NONE) == glob_says(name));
+		}
+	}
+}
+
 static int match(const char *v, int compare)
 {
 	int n = 0;
@@ -251,8 +301,10 @@ static int match(const char *v, int compare)
 			break;
 		p += len + 1;
 	}
-	if (compare)
+	if (compare) {
 		check(alex_cfg.npatterns == n + 1);
+		match_names();
+	}
 	return 1;
 }
 
