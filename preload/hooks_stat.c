@@ -1,6 +1,7 @@
 /*
  * hooks_stat.c - the stat family reports a tracked database's logical size
- * (pages may exist only in the log) and an in-memory journal as a file.
+ * (pages may exist only in the log) and an in-memory journal as a file,
+ * whose owner fchown leaves as it is.
  * One fix-up per operation; every glibc name, old and new, forwards to the
  * real function of its own name first, so nested calls inside glibc are not
  * counted twice.
@@ -101,6 +102,17 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout
 			set_size(st64, o->db);                                                    \
 		return r;                                                                         \
 	} while (0)
+
+/* SQLite run as root gives each new journal the database's owner and
+ * group: one system call per transaction, and a journal in memory has no
+ * owner to give.  Anything else passes through, after the fd lookup. */
+ALEX_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+	struct ofd *o = alex_fd_get(fd);
+	if (o && o->role == ROLE_JOURNAL)
+		return 0;
+	return REAL(fchown)(fd, uid, gid);
+}
 
 ALEX_EXPORT int fstat(int fd, struct stat *st)
 {

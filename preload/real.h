@@ -42,7 +42,7 @@ int fcntl64(int, int, ...);
 	X(__fxstatat64) X(statx) X(ftruncate) X(ftruncate64) X(truncate) X(truncate64)            \
 	X(fallocate) X(fallocate64) X(posix_fallocate) X(posix_fallocate64) X(fsync)              \
 	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(unlink) X(unlinkat) X(rename)         \
-	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom)           \
+	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom) X(fchown) \
 	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)
 
 #define ALEX_REAL_DECL(name) extern __typeof__(name) *real_##name;
