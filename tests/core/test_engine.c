@@ -1,6 +1,6 @@
 /* The engine through its public API on the memory backend: reads after
  * writes of any size and alignment, dedup, header embedding, preallocation,
- * spills, truncation, checkpoints, reopening. */
+ * spills, truncation, checkpoints, reopening, an epoch of an older format. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -684,5 +684,56 @@ Test(engine, discard_drops_the_open_transaction)
 	db = open_db();
 	alex_size(db, ALEX_FILE_DB, &sz);
 	cr_expect_eq(sz, 2 * BLK, "the dropped transaction never reached the log as committed");
+	alex_close(db);
+}
+
+/* A log whose epoch began under format 2 (an older ALEX) is read and
+ * appended to without GAP blocks, which that version could not read; the
+ * next epoch is format 3 and uses them.  The page: a few bytes, zeros after. */
+Test(engine, a_format_2_epoch_gets_no_gap_blocks)
+{
+	uint8_t b[BLK] = { 0 }, r[BLK];
+	struct alex_stats st;
+	size_t len, got;
+
+	cfg.compress = ALEX_COMPRESS_OFF;
+	alex_db *db = open_db();
+	put_txn(db, 1, 1);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_close(db);
+	uint8_t *log = (uint8_t *)alex_mem_get(mem, LOG, &len);
+	int slots = 0;
+	for (uint32_t s = 0; s < 2; s++) {
+		uint8_t *slot = log + s * BLK;
+		if (memcmp(slot, ALEX_LOG_MAGIC, 8) != 0)
+			continue;
+		alex_put32(slot + 8, ALEX_FORMAT_V2);
+		alex_put32(slot + 60, alex_crc32c(0, slot, 60));
+		slots++;
+	}
+	cr_assert_gt(slots, 0);
+
+	cfg.compress = ALEX_COMPRESS_AUTO;
+	db = open_db();
+	memset(b, 0x5a, 64);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_expect_eq(st.blocks_gapped, 0, "no GAP block in a format-2 epoch");
+	cr_assert_eq(alex_checkpoint(db), 0);
+	log = (uint8_t *)alex_mem_get(mem, LOG, &len);
+	struct alex_loghdr h;
+	cr_assert_eq(alex_loghdr_decode(log, &h), 0); /* epoch 2: slot 0 */
+	cr_expect_eq(h.version, ALEX_FORMAT_VERSION, "the next epoch is format 3");
+	b[0] = 0x77;
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_expect_eq(st.blocks_gapped, 1, "format 3: the zero tail is left out");
+	alex_close(db);
+
+	db = open_db();
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
 	alex_close(db);
 }
