@@ -10,11 +10,10 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_VERSION (3; formats 1 and 2 are read too:
- *                       an epoch keeps the version of its slot, and GAP
- *                       blocks are written only in a version-3 epoch, so a
+ *     8   4  version    ALEX_FORMAT_VERSION (3; formats 1 and 2 are read too).
+ *                       GAP blocks are written only in a version-3 log; a
  *                       reader that knows only 2 refuses such a log whole
- *                       instead of taking its records for a torn tail)
+ *                       (below) instead of taking its records for damage
  *    12   4  block_size 4096
  *    16  16  uuid       random, fixed at creation: names this log
  *    32   8  epoch      >= 1, +1 at every checkpoint
@@ -32,6 +31,17 @@
  *                       for an empty file): which database this log is for
  *   The rest of the slot is zero.  Logs written before BASE existed have
  *   flags 0 and are not checked against their database.
+ *
+ *   A log keeps the version it was made with (format 1: 2 from its next
+ *   epoch on), so that no epoch of it has a version its other slot's
+ *   reader does not know.  A new format-3 log's unused slot 0 holds a
+ *   placeholder until epoch 2 is written there: the magic, version 3,
+ *   zeros, and the complement of the crc at 60.  A reader of format 3
+ *   takes it for a slot never written; a reader of format 2 sees a
+ *   damaged slot beside one of an unknown version and refuses the log
+ *   (with the slot unwritten it would take the log for one still being
+ *   made, and replace it).  A reader refuses a log either of whose slots
+ *   has a version it does not know, for the same reason.
  *
  *   A slot is written when its epoch begins (by a checkpoint, so that other
  *   processes see it) and again, with FENCED, together with the epoch's
@@ -180,6 +190,14 @@ static inline int alex_gap_decode(const uint8_t *in, uint32_t len, uint32_t *off
  * ALEX_E*).  The encoder always writes the base copy and sets ALEX_HDR_BASE. */
 void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h);
 int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h);
+/* The placeholder of a new log's unused slot (above): make, recognise. */
+void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED]);
+int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
+/* The version of a log's next epoch, after one of version v. */
+static inline uint32_t alex_loghdr_next_version(uint32_t v)
+{
+	return v == ALEX_FORMAT_V1 ? ALEX_FORMAT_V2 : v ? v : ALEX_FORMAT_VERSION;
+}
 
 /* Records.  The encoder writes the fixed header (and fills r->hdr_crc); the
  * table entries are written with alex_entry_encode before it, since

@@ -74,7 +74,13 @@ int alex_lm_read_slots(struct rd *r, struct alex_logmap *lm)
 		rc[s] = have == ALEX_HDR_SLOT_USED ? alex_loghdr_decode(p, &lm->slot_hdr[s])
 						   : ALEX_ECORRUPT;
 		lm->slot[s] = !rc[s] ? ALEX_SLOT_VALID
-			      : alex_all_zero(p, have) ? ALEX_SLOT_UNWRITTEN : ALEX_SLOT_DAMAGED;
+			      : alex_all_zero(p, have) ||
+					(have == ALEX_HDR_SLOT_USED && alex_loghdr_is_placeholder(p))
+				? ALEX_SLOT_UNWRITTEN : ALEX_SLOT_DAMAGED;
+	}
+	if (rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION) {
+		lm->hdr_err = ALEX_EVERSION; /* as recovery: the log is left alone */
+		return 0;
 	}
 	if (rc[0] && rc[1]) {
 		/* one slot never written: a log whose making was cut short */
@@ -116,7 +122,7 @@ int alex_lm_adopt(struct rd *r, struct alex_logmap *lm)
 	lm->hdr.epoch = epoch;
 	lm->hdr.start_lsn = lsn;
 	lm->hdr.salt = salt;
-	lm->hdr.version = ALEX_FORMAT_VERSION;
+	lm->hdr.version = alex_loghdr_next_version(lm->hdr.version);
 	lm->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
 	if (lm->mark.has_fence && lm->mark.fence == alex_protect_fence(&lm->hdr))
 		lm->hdr.flags |= ALEX_HDR_FENCED;

@@ -102,7 +102,7 @@ int alex_log_lock_ckpt(struct alex_db *db, int on)
 
 static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn)
 {
-	db->hdr.version = ALEX_FORMAT_VERSION;
+	db->hdr.version = alex_loghdr_next_version(db->hdr.version); /* format.h */
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = alex_random32();
@@ -150,7 +150,12 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	 * logs see one record before the last close removes them (a short
 	 * process), and the first record grows the file by what it needs. */
 	uint64_t len = ALEX_LOG_DATA;
-	if ((err = o->own(db->io.ctx, fd, &base)) || (err = write_slot(db, fd, &db->hdr)) ||
+	uint8_t *blk = db->scratch; /* slot 0: the placeholder (format.h) */
+	memset(blk, 0, ALEX_BLOCK);
+	alex_loghdr_placeholder(blk);
+	if ((err = o->own(db->io.ctx, fd, &base)) ||
+	    (err = o->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, 0)) ||
+	    (err = write_slot(db, fd, &db->hdr)) ||
 	    (db->hdr.epoch % 2 == 0 && (err = o->ftruncate(db->io.ctx, fd, len))))
 		goto out;
 	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
@@ -193,16 +198,21 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 	 * records).  Asked only of such a slot: this runs at every transaction */
 	int written[2];
 	for (int s = 0; s < 2; s++) {
+		const uint8_t *p = buf + s * ALEX_BLOCK;
 		size_t have = got > (size_t)s * ALEX_BLOCK ? got - (size_t)s * ALEX_BLOCK : 0;
 		if (have > ALEX_HDR_SLOT_USED)
 			have = ALEX_HDR_SLOT_USED;
-		written[s] = rc[s] && !alex_all_zero(buf + s * ALEX_BLOCK, have);
+		written[s] = rc[s] && !alex_all_zero(p, have) &&
+			     !(have == ALEX_HDR_SLOT_USED && alex_loghdr_is_placeholder(p));
 	}
+	/* a slot of a version this reader does not know holds a valid crc:
+	 * not damage to repair around, a log to leave alone (format.h) */
+	if (rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION)
+		return ALEX_EVERSION;
 	if (rc[0] && rc[1]) {
 		if (!written[0] || !written[1])
 			return ALEX_ENOLOG; /* a log whose making was cut short */
-		return rc[0] == ALEX_EVERSION || rc[1] == ALEX_EVERSION ? ALEX_EVERSION
-									: ALEX_ECORRUPT;
+		return ALEX_ECORRUPT;
 	}
 	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
 		return ALEX_ECORRUPT; /* two logs spliced together */

@@ -23,6 +23,21 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 	alex_put32(out + 60, alex_crc32c(0, out, 60));
 }
 
+void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED])
+{
+	memset(out, 0, ALEX_HDR_SLOT_USED);
+	memcpy(out, ALEX_LOG_MAGIC, 8);
+	alex_put32(out + 8, ALEX_FORMAT_VERSION);
+	alex_put32(out + 60, ~alex_crc32c(0, out, 60));
+}
+
+int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
+{
+	uint8_t p[ALEX_HDR_SLOT_USED];
+	alex_loghdr_placeholder(p);
+	return memcmp(in, p, sizeof p) == 0;
+}
+
 int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h)
 {
 	if (memcmp(in, ALEX_LOG_MAGIC, 8) != 0)

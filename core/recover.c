@@ -113,7 +113,8 @@ static int adopt_next_epoch(alex_db *db)
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = salt;
-	db->hdr.version = ALEX_FORMAT_VERSION;
+	/* a log's epochs share its version (format.h) */
+	db->hdr.version = alex_loghdr_next_version(db->hdr.version);
 	/* the lost slot's copy of the base is unknown: unchecked this time,
 	 * and the rewritten slot records the base as it is now.  It was fenced
 	 * if the base carries this epoch's fence. */

@@ -687,9 +687,10 @@ Test(engine, discard_drops_the_open_transaction)
 	alex_close(db);
 }
 
-/* A log whose epoch began under format 2 (an older ALEX) is read and
- * appended to without GAP blocks, which that version could not read; the
- * next epoch is format 3 and uses them.  The page: a few bytes, zeros after. */
+/* A log made under format 2 (an older ALEX) is read and appended to
+ * without GAP blocks, which that version could not read, in every epoch:
+ * a log keeps its version (format.h).  A log made anew is format 3 and uses
+ * them.  The page: a few bytes, zeros after. */
 Test(engine, a_format_2_epoch_gets_no_gap_blocks)
 {
 	uint8_t b[BLK] = { 0 }, r[BLK];
@@ -724,16 +725,53 @@ Test(engine, a_format_2_epoch_gets_no_gap_blocks)
 	log = (uint8_t *)alex_mem_get(mem, LOG, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log, &h), 0); /* epoch 2: slot 0 */
-	cr_expect_eq(h.version, ALEX_FORMAT_VERSION, "the next epoch is format 3");
+	cr_expect_eq(h.version, ALEX_FORMAT_V2, "the next epoch keeps the log's format");
+	b[0] = 0x76;
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_expect_eq(st.blocks_gapped, 0, "no GAP block in the next epoch either");
+	alex_close(db);
+	cfg.checkpoint_on_close = 1;
+	cfg.remove_log = 1;
+	db = open_db();
+	alex_close(db);
+	cr_assert_null(alex_mem_get(mem, LOG, &len), "the last close removed the log");
+
+	db = open_db();
 	b[0] = 0x77;
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
 	cr_assert_eq(alex_commit(db), 0);
 	alex_stats(db, &st);
-	cr_expect_eq(st.blocks_gapped, 1, "format 3: the zero tail is left out");
+	cr_expect_eq(st.blocks_gapped, 1, "a new log is format 3: the zero tail is left out");
+	log = (uint8_t *)alex_mem_get(mem, LOG, &len);
+	cr_expect_eq(alex_loghdr_decode(log, &h), ALEX_ECORRUPT);
+	cr_expect(alex_loghdr_is_placeholder(log), "slot 0 of a new log: the placeholder");
 	alex_close(db);
 
 	db = open_db();
 	cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
 	cr_expect_arr_eq(r, b, BLK);
 	alex_close(db);
+}
+
+/* A slot of a version this engine does not know (a newer ALEX checkpointed)
+ * refuses the log, even beside a valid slot: repairing around it would
+ * adopt and rewrite records this engine cannot read. */
+Test(engine, a_slot_of_an_unknown_version_refuses_the_log)
+{
+	size_t len;
+	alex_db *db = open_db();
+
+	put_txn(db, 1, 1);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_checkpoint(db), 0); /* epoch 2 in slot 0, epoch 1 stays in 1 */
+	put_txn(db, 2, 1);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_close(db);
+	uint8_t *slot = (uint8_t *)alex_mem_get(mem, LOG, &len) + BLK;
+	alex_put32(slot + 8, ALEX_FORMAT_VERSION + 1);
+	alex_put32(slot + 60, alex_crc32c(0, slot, 60));
+	alex_db *d2;
+	cr_expect_eq(alex_open(DB, &cfg, &io, &d2), ALEX_EVERSION);
 }
