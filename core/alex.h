@@ -268,6 +268,8 @@ struct alex_stats {
 				      from its epoch's first record */
 	uint64_t remote_commits;   /* commits of other processes picked up by
 				      alex_refresh */
+	uint64_t refreshes_skipped; /* catch-ups the change counter made
+				       unnecessary (shm.c) */
 	uint64_t lost_offset;      /* nonzero: a valid record of this epoch lies
 				      past a damaged one, at this offset -- the
 				      damage is not a torn tail, commits were lost */

@@ -42,8 +42,12 @@ struct alex_db {
 	struct alex_config cfg;
 	char *path[ALEX_NFILES]; /* base files: db, db-journal, db-wal */
 	char *log_path;
+	char *shm_path;           /* the log's change counter (shm.c) */
 	int base_fd[ALEX_NFILES]; /* -1 until needed */
 	int log_fd;
+	struct alex_shm *shm;     /* mapped while a format-3 log is open */
+	uint64_t shm_seen;        /* its gen when this engine last read the log */
+	int shm_seen_ok;          /* ... and that read saw every change counted */
 
 	/* log position */
 	struct alex_loghdr hdr;      /* the current epoch, as it must be on disk */

@@ -66,6 +66,14 @@ struct alex_io_ops {
 	 * for this descriptor's open file description, without waiting:
 	 * EAGAIN when another holds a conflicting one */
 	int (*lock)(void *ctx, int fd, uint64_t byte, int mode);
+	/* maps the 4096-byte region of path, shared with every process that
+	 * maps it; made with like's permissions (and owner, for root) and
+	 * allocated, so that no store to it can fault; init runs on it under
+	 * a lock that keeps every other map of it out.  Optional: without it
+	 * the engine reads the log at every catch-up (shm.c). */
+	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
+		       int (*init)(void *region, void *arg), void *arg, void **region);
+	void (*shm_unmap)(void *ctx, void *region);
 };
 
 /* Where a write of [woff, woff + wlen) stands to a write-out of
@@ -125,6 +133,12 @@ void alex_mem_untracked(alex_mem *m);
 
 /* Counts mutating operations (write, sync, trunc), from 1. */
 uint64_t alex_mem_ops(const alex_mem *m);
+/* Writes and truncations of a log whose change counter is live made while
+ * no engine counted a change (shm.c): always 0 unless a write bypasses
+ * alex_log_pwrite. */
+uint64_t alex_mem_uncounted(const alex_mem *m);
+/* The change counter's region mapped under path, or NULL (tests). */
+void *alex_mem_shm(alex_mem *m, const char *path);
 
 /* The op_index-th mutating operation of a kind in mask fails with err and
  * changes nothing (0 disables). */

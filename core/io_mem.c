@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "io_mem_impl.h"
+#include "shm.h"
 
 alex_mem *alex_mem_new(void)
 {
@@ -56,6 +57,11 @@ void alex_mem_free(alex_mem *m)
 		free(m->files[i].name);
 	}
 	free(m->files);
+	for (size_t i = 0; i < m->nshm; i++) {
+		free(m->shm[i].name);
+		free(m->shm[i].region);
+	}
+	free(m->shm);
 	free(m);
 }
 
@@ -216,6 +222,21 @@ static int mem_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_
 	return 0;
 }
 
+/* Is a change of f made outside alex_log_pwrite/alex_log_truncate?  A log
+ * whose counter is live must never change while no engine says it is
+ * changing it (shm.c); the tests read the count. */
+static void check_counted(alex_mem *m, const struct mfile *f)
+{
+	size_t k = f->name ? strlen(f->name) : 0;
+	for (size_t i = 0; i < m->nshm; i++) {
+		const struct alex_shm *s = m->shm[i].region;
+		const char *n = m->shm[i].name;
+		if (n && strncmp(n, f->name, k) == 0 && strcmp(n + k, "-shm") == 0 &&
+		    memcmp(s->magic, ALEX_SHM_MAGIC, 8) == 0 && s->busy == 0)
+			m->uncounted++;
+	}
+}
+
 static int mem_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
 	alex_mem *m = ctx;
@@ -226,6 +247,7 @@ static int mem_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off
 	if ((err = count_op(m, ALEX_MEM_WRITE)))
 		return err;
 	struct mfile *f = &m->files[fd];
+	check_counted(m, f);
 	if (off + n > m->limit)
 		return EFBIG;
 	if (disk_full(m, f, off + n))
@@ -319,6 +341,8 @@ static int mem_resize(alex_mem *m, int fd, uint64_t size, enum alex_mem_op kind)
 
 static int mem_ftruncate(void *ctx, int fd, uint64_t size)
 {
+	if (valid_fd(ctx, fd))
+		check_counted(ctx, &((alex_mem *)ctx)->files[fd]);
 	return mem_resize(ctx, fd, size, ALEX_MEM_TRUNC);
 }
 
@@ -404,6 +428,12 @@ static int mem_unlink(void *ctx, const char *path)
 	alex_mem *m = ctx;
 	int i = find(m, path);
 
+	for (size_t k = 0; k < m->nshm; k++)
+		if (m->shm[k].name && strcmp(m->shm[k].name, path) == 0) {
+			free(m->shm[k].name);
+			m->shm[k].name = NULL;
+			return 0;
+		}
 	if (i < 0)
 		return ENOENT;
 	free(m->files[i].name); /* as a replaced file: its handle number stays dead */
@@ -425,6 +455,60 @@ static int mem_lock(void *ctx, int fd, uint64_t byte, int mode)
 	return valid_fd(ctx, fd) ? 0 : EBADF; /* one process: nothing to exclude */
 }
 
+/* One region per name, shared by every engine on this memory (each stands
+ * for a process); one thread, so no lock. */
+static int mem_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
+		       int (*init)(void *region, void *arg), void *arg, void **region)
+{
+	alex_mem *m = ctx;
+	struct mshm *s = NULL;
+	int err;
+
+	(void)like;
+	*region = NULL;
+	for (size_t i = 0; i < m->nshm && !s; i++)
+		if (m->shm[i].name && strcmp(m->shm[i].name, path) == 0)
+			s = &m->shm[i];
+	if (!s) {
+		struct mshm *n = realloc(m->shm, (m->nshm + 1) * sizeof *n);
+		if (!n)
+			return ENOMEM;
+		m->shm = n;
+		s = &m->shm[m->nshm];
+		s->name = strdup(path);
+		s->region = calloc(1, ALEX_SHM_SIZE);
+		if (!s->name || !s->region) {
+			free(s->name);
+			free(s->region);
+			return ENOMEM;
+		}
+		m->nshm++;
+	}
+	if ((err = init(s->region, arg)))
+		return err;
+	*region = s->region;
+	return 0;
+}
+
+static void mem_shm_unmap(void *ctx, void *region)
+{
+	(void)ctx;
+	(void)region; /* freed with the memory */
+}
+
+uint64_t alex_mem_uncounted(const alex_mem *m)
+{
+	return m->uncounted;
+}
+
+void *alex_mem_shm(alex_mem *m, const char *path)
+{
+	for (size_t i = 0; i < m->nshm; i++)
+		if (m->shm[i].name && strcmp(m->shm[i].name, path) == 0)
+			return m->shm[i].region;
+	return NULL;
+}
+
 static const struct alex_io_ops mem_ops = {
 	.open = mem_open,
 	.close = mem_close,
@@ -442,6 +526,8 @@ static const struct alex_io_ops mem_ops = {
 	.unlink = mem_unlink,
 	.sync_dir = mem_sync_dir,
 	.lock = mem_lock,
+	.shm_map = mem_shm_map,
+	.shm_unmap = mem_shm_unmap,
 };
 
 struct alex_io alex_mem_io(alex_mem *m)

@@ -38,6 +38,14 @@ struct alex_mem {
 	uint64_t disk;  /* all live files together; past it ENOSPC (0: none) */
 	void (*hook)(void *, uint64_t, enum alex_mem_op, int);
 	void *hook_arg;
+	/* the engines' change counters (shm.c), by name; a region outlives
+	 * its name (unlink) while engines still use it, as a mapping does */
+	struct mshm {
+		char *name;
+		void *region;
+	} *shm;
+	size_t nshm;
+	uint64_t uncounted; /* writes to a counted log with no change under way */
 };
 
 /* A new file at path (empty): its index, or -1. */

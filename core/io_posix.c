@@ -11,9 +11,11 @@
 #include <stdio.h> /* RENAME_NOREPLACE */
 #include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int err_of(long r)
@@ -252,6 +254,79 @@ static int px_lock(void *ctx, int fd, uint64_t byte, int mode)
 	return errno == EACCES ? EAGAIN : errno;
 }
 
+/*
+ * The region file is locked while it is made whole and initialised, so two
+ * openers never initialise it at once, and unlocked at once.  Its 4096 bytes are allocated before
+ * they are mapped: a store into a hole of a full file system would be a
+ * SIGBUS in the host program.
+ */
+static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
+		      int (*init)(void *region, void *arg), void *arg, void **region)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	static const uint8_t zeros[4096];
+	struct stat st;
+	int fd = -1, err = 0;
+	void *p;
+
+	*region = NULL;
+	do /* never through a link: the region is written as soon as it is made */
+		fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+				  O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return errno;
+	if ((err = px_own(ctx, fd, like)))
+		goto out;
+	for (int tries = 0; syscall(SYS_fcntl, fd, F_OFD_SETLK, &l) != 0; tries++) {
+		if ((errno != EACCES && errno != EAGAIN) || tries == 200) {
+			err = errno == EACCES || errno == EAGAIN ? EBUSY : errno;
+			goto out;
+		}
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (syscall(SYS_fstat, fd, &st) < 0) {
+		err = errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		goto out;
+	}
+	if (syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
+		if (errno != EOPNOTSUPP) {
+			err = errno;
+			goto out;
+		}
+		if (st.st_size < 4096 && (err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
+			goto out;
+	}
+	p = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		goto out;
+	}
+	if ((err = init(p, arg))) {
+		syscall(SYS_munmap, p, 4096);
+		goto out;
+	}
+	*region = p;
+out:
+	/* by hand: the mapping holds the open file description, and with it
+	 * an OFD lock, past the close */
+	l.l_type = F_UNLCK;
+	syscall(SYS_fcntl, fd, F_OFD_SETLK, &l);
+	px_close(ctx, fd);
+	return err;
+}
+
+static void px_shm_unmap(void *ctx, void *region)
+{
+	(void)ctx;
+	syscall(SYS_munmap, region, 4096);
+}
+
 static const struct alex_io_ops posix_ops = {
 	.open = px_open,
 	.close = px_close,
@@ -269,6 +344,8 @@ static const struct alex_io_ops posix_ops = {
 	.unlink = px_unlink,
 	.sync_dir = px_sync_dir,
 	.lock = px_lock,
+	.shm_map = px_shm_map,
+	.shm_unmap = px_shm_unmap,
 };
 
 const struct alex_io alex_io_posix = { &posix_ops, NULL };

@@ -367,6 +367,20 @@ static int t_lock(void *ctx, int fd, uint64_t byte, int mode)
 	return P()->lock(ctx, fd, byte, mode);
 }
 
+/* The change counter is no part of what a power cut or a fault takes:
+ * nothing reads it back, and a count it loses only makes a catch-up read
+ * the log (shm.c). */
+static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
+		     int (*init)(void *region, void *arg), void *arg, void **region)
+{
+	return P()->shm_map(ctx, path, like, init, arg, region);
+}
+
+static void t_shm_unmap(void *ctx, void *region)
+{
+	P()->shm_unmap(ctx, region);
+}
+
 static const struct alex_io_ops test_ops = {
 	.open = t_open,
 	.close = t_close,
@@ -384,6 +398,8 @@ static const struct alex_io_ops test_ops = {
 	.unlink = t_unlink,
 	.sync_dir = t_sync_dir,
 	.lock = t_lock,
+	.shm_map = t_shm_map,
+	.shm_unmap = t_shm_unmap,
 };
 
 static const struct alex_io test_io = { &test_ops, NULL };

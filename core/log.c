@@ -35,6 +35,7 @@
 #include "db.h"
 #include "log.h"
 #include "protect.h"
+#include "shm.h"
 
 static void random_bytes(void *buf, size_t n)
 {
@@ -73,7 +74,7 @@ static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 
 	memset(blk, 0, ALEX_BLOCK);
 	alex_loghdr_encode(blk, h);
-	return db->io.ops->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
+	return alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
 }
 
 /* Takes byte b of the log, waiting up to two seconds for another holder
@@ -166,8 +167,9 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	db->alloc_end = len;
 	db->log_virgin = fenced;
 	fd = -1;
-	err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
-									    : ALEX_SHARED, 1);
+	if (!(err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
+										 : ALEX_SHARED, 1)))
+		err = alex_shm_attach(db);
 out:
 	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
@@ -254,6 +256,7 @@ int alex_log_open(struct alex_db *db)
 	struct alex_finfo fi;
 	int err, fd, exists;
 
+	alex_shm_detach(db);
 	db->log_fd = -1;
 	db->epoch_live = 0;
 	db->log_virgin = 0;
@@ -287,14 +290,22 @@ int alex_log_open(struct alex_db *db)
 		err = alex_log_read_header(db, &db->hdr);
 	if (err == ALEX_ENOLOG)
 		db->log_stub = 1; /* replaced by the first record */
+	else if (!err)
+		err = alex_shm_attach(db);
 	return err == ALEX_ENOLOG ? 0 : err;
+}
+
+void alex_log_drop(struct alex_db *db)
+{
+	alex_shm_detach(db);
+	if (db->log_fd >= 0)
+		db->io.ops->close(db->io.ctx, db->log_fd);
+	db->log_fd = -1;
 }
 
 int alex_log_reopen(struct alex_db *db)
 {
-	if (db->log_fd >= 0)
-		db->io.ops->close(db->io.ctx, db->log_fd);
-	db->log_fd = -1;
+	alex_log_drop(db);
 	db->log_stub = 0;
 	return alex_log_open(db);
 }
@@ -334,9 +345,7 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	if (db->log_fd < 0 || db->log_stub) {
 		/* a stub (alex_log_open) is replaced; under SQLite's locks nobody
 		 * else can have made a real log there since we looked */
-		if (db->log_fd >= 0)
-			db->io.ops->close(db->io.ctx, db->log_fd);
-		db->log_fd = -1;
+		alex_log_drop(db);
 		if ((err = create_log(db, db->log_stub, base_hdr)) == EEXIST) {
 			/* another process made it first: the caller recovers
 			 * theirs (alex_epoch_begin) */
@@ -375,7 +384,7 @@ int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
 		return err;
 	if ((err = alex_log_prealloc(db, db->append_off + rec_len)))
 		return err;
-	if ((err = db->io.ops->pwrite(db->io.ctx, db->log_fd, db->rec, rec_len, db->append_off)))
+	if ((err = alex_log_pwrite(db, db->log_fd, db->rec, rec_len, db->append_off)))
 		return err;
 	if (db->append_off + rec_len > db->alloc_end)
 		db->alloc_end = db->append_off + rec_len;
@@ -410,11 +419,23 @@ int alex_log_remove(struct alex_db *db)
 	if (!db->cfg.exclusive &&
 	    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) != 0)
 		return ALEX_EINUSE;
+	/* the counter first: an engine maps it only with the log open, and
+	 * while we hold the log's lock alone nobody can open it */
+	o->unlink(db->io.ctx, db->shm_path);
 	int err = o->unlink(db->io.ctx, db->log_path);
-	o->close(db->io.ctx, db->log_fd);
-	db->log_fd = -1;
+	alex_log_drop(db);
 	db->epoch_live = 0;
 	return err;
+}
+
+void alex_log_forget_counter(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+
+	/* the last engine on a kept log: nothing at rest but the log; the
+	 * next opener makes the counter anew (and reads the log whole) */
+	if (db->shm && o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0)
+		o->unlink(db->io.ctx, db->shm_path);
 }
 
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)

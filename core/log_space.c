@@ -8,6 +8,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "shm.h"
 
 /* How much a growth step may take of what is left on the file system. */
 static uint64_t step_limit(struct alex_db *db, int fd)
@@ -39,7 +40,7 @@ int alex_log_grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
 
 	for (uint64_t off = from; off < to; off += sizeof zeros) {
 		uint64_t n = to - off < sizeof zeros ? to - off : sizeof zeros;
-		if ((err = db->io.ops->pwrite(db->io.ctx, fd, zeros, n, off)))
+		if ((err = alex_log_pwrite(db, fd, zeros, n, off)))
 			return err;
 	}
 	return 0;
@@ -87,7 +88,7 @@ int alex_log_trim(struct alex_db *db)
 
 	if (db->log_fd < 0 || db->log_stub || db->alloc_end <= keep)
 		return 0;
-	if ((err = db->io.ops->ftruncate(db->io.ctx, db->log_fd, keep)))
+	if ((err = alex_log_truncate(db, db->log_fd, keep)))
 		return err;
 	db->alloc_end = keep;
 	return 0;

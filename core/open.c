@@ -64,9 +64,9 @@ static void free_db(alex_db *db)
 			o->close(db->io.ctx, db->base_fd[f]);
 		free(db->path[f]);
 	}
-	if (db->log_fd >= 0)
-		o->close(db->io.ctx, db->log_fd);
+	alex_log_drop(db);
 	free(db->log_path);
+	free(db->shm_path);
 	alex_map_free(&db->map);
 	alex_map_free(&db->pending);
 	free(db->doubt);
@@ -141,11 +141,13 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->path[f] = join(db_path, file_suffix[f]);
 	db->log_path = join(db_path, "-alex");
+	db->shm_path = join(db_path, "-alex-shm");
 	db->scratch = aligned_alloc(ALEX_BLOCK, 2 * ALEX_BLOCK);
 	db->p1.img = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK);
 	db->order = malloc(slots * sizeof *db->order);
 	err = ALEX_ENOMEM;
-	if (!db->path[0] || !db->path[1] || !db->path[2] || !db->log_path || !db->scratch ||
+	if (!db->path[0] || !db->path[1] || !db->path[2] || !db->log_path || !db->shm_path ||
+	    !db->scratch ||
 	    !db->p1.img ||
 	    !db->order || alex_col_init(&db->col, (uint32_t)slots) ||
 	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
@@ -216,6 +218,8 @@ int alex_close(alex_db *db)
 	 * engine on the log removes it once it holds nothing */
 	if (db->cfg.remove_log && removable(db))
 		alex_log_remove(db);
+	else
+		alex_log_forget_counter(db);
 	free_db(db);
 	return err;
 }

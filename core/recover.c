@@ -21,6 +21,7 @@
 #include "log.h"
 #include "protect.h"
 #include "recover.h"
+#include "shm.h"
 
 struct op {
 	uint64_t key;         /* 0: a truncation of file to size */
@@ -216,7 +217,7 @@ static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 		db->doubt_off = h->start;
 		return 0;
 	}
-	if ((err = io->pwrite(db->io.ctx, db->log_fd, zero, ALEX_BLOCK, h->commit_off)) ||
+	if ((err = alex_log_pwrite(db, db->log_fd, zero, ALEX_BLOCK, h->commit_off)) ||
 	    (err = alex_log_sync(db)))
 		return err;
 	db->st.cond_discarded++;

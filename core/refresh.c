@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "log.h"
 #include "recover.h"
+#include "shm.h"
 
 /* Starts over from the base files: another engine checkpointed, or the log
  * came or went.  A conditional group recovery held back is decided at once
@@ -34,7 +35,7 @@ static int restart(alex_db *db, int may_abort)
  * a program without ALEX may have written them (the fence is down): their
  * sizes are read again.
  */
-int alex_reload(alex_db *db, int force, int may_abort)
+static int reload_log(alex_db *db, int force, int may_abort)
 {
 	struct alex_loghdr h;
 	int changed, err;
@@ -59,8 +60,30 @@ int alex_reload(alex_db *db, int force, int may_abort)
 		if (!(err = alex_refresh_scan(db, may_abort)) && !db->epoch_commits)
 			err = alex_bases_open(db);
 	}
-	if (err)
-		return err;
+	return err;
+}
+
+/*
+ * The fast way (shm.c): nothing changed in the log since this engine last
+ * read it, and the log holds pages, so the base files are fenced and no
+ * program without ALEX can have written them.  Else the log is read, and
+ * what that read saw is remembered when no change raced it.
+ */
+int alex_reload(alex_db *db, int force, int may_abort)
+{
+	struct alex_shm_look look;
+	int err;
+
+	if (force || !db->epoch_live || !db->epoch_commits || db->doubt ||
+	    !alex_shm_unchanged(db)) {
+		alex_shm_look_begin(db, &look);
+		err = reload_log(db, force, may_abort);
+		alex_shm_look_end(db, &look, err);
+		if (err)
+			return err;
+	} else {
+		db->st.refreshes_skipped++;
+	}
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];
 		db->limit[f] = db->climit[f];

@@ -29,6 +29,7 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	to->blocks_logged += s->blocks_logged;
 	to->blocks_compressed += s->blocks_compressed;
 	to->blocks_gapped += s->blocks_gapped;
+	to->refreshes_skipped += s->refreshes_skipped;
 	to->dedup_hits += s->dedup_hits;
 	to->checkpoints += s->checkpoints;
 	to->checkpoint_blocks += s->checkpoint_blocks;
@@ -80,7 +81,8 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"blocks_gapped\": %llu, "
 		"\"dedup_hits\": %llu, "
 		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_failures\": %llu, "
-		"\"recovered_commits\": %llu, \"remote_commits\": %llu}%s",
+		"\"recovered_commits\": %llu, \"remote_commits\": %llu, "
+		"\"refreshes_skipped\": %llu}%s",
 		(int)getpid(),
 		alex_cfg.engine.sync == ALEX_SYNC_FULL ? "full"
 		: alex_cfg.engine.sync == ALEX_SYNC_NORMAL ? "normal" : "off",
@@ -91,7 +93,7 @@ void alex_stats_write(const struct alex_stats *live)
 		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.dedup_hits),
 		C(e.checkpoints),
 		C(e.checkpoint_blocks), C(e.checkpoint_failures), C(e.recovered_commits),
-		C(e.remote_commits), "");
+		C(e.remote_commits), C(e.refreshes_skipped), "");
 #ifdef ALEX_TESTING
 	if (alex_cfg.test) { /* the calls a power-cut or fault campaign numbers */
 		uint64_t ops, cls[ALEX_TEST_NCLASS];

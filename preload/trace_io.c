@@ -187,11 +187,28 @@ static int t_sync_dir(void *ctx, const char *path)
 	return named(ALEX_TK_FSYNC, ALEX_TROLE_DIR, t0, path, IN->sync_dir(CTX, path));
 }
 
+/* the change counter: a mapping, no call to record */
+static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
+		     int (*init)(void *region, void *arg), void *arg, void **region)
+{
+	(void)ctx;
+	if (!IN->shm_map)
+		return 0;
+	return IN->shm_map(CTX, path, like, init, arg, region);
+}
+
+static void t_shm_unmap(void *ctx, void *region)
+{
+	(void)ctx;
+	IN->shm_unmap(CTX, region);
+}
+
 static const struct alex_io_ops traced_ops = {
 	.open = t_open, .close = t_close, .pread = t_pread, .pwrite = t_pwrite,
 	.fdatasync = t_fdatasync, .write_out = t_write_out, .ftruncate = t_ftruncate, .size = t_size, .stat = t_stat,
 	.own = t_own, .space = t_space, .exists = t_exists, .rename = t_rename,
 	.unlink = t_unlink, .sync_dir = t_sync_dir, .lock = t_lock,
+	.shm_map = t_shm_map, .shm_unmap = t_shm_unmap,
 };
 
 static const struct alex_io traced = { &traced_ops, NULL };

@@ -2,7 +2,8 @@
 # perms.sh BUILD - the log holds the database's pages, so it must never be
 # more open than the database: it gets the database's mode whatever the
 # umask (as SQLite gives its journal and WAL), the database's owner and
-# group when the program runs as root, and a log found wider than its
+# group when the program runs as root (and so does its change counter,
+# -alex-shm), and a log found wider than its
 # database is narrowed, or refused with one line naming it.  The checks
 # that change users need root; without it they are reported as skipped,
 # and so is the test (exit 77).
@@ -23,17 +24,17 @@ owner_of() { stat -c %U:%G "$1" 2>/dev/null; }
 # The log exists while the program runs (it is removed at the last close):
 # a Python program commits, then reports the log's mode and owner.
 while_open() { # DB [env...]: prints "mode owner:group" of DB-alex while DB is open
-	local db=$1
+	local db=$1 sfx=${SIDECAR:--alex}
 	shift
 	env "$@" LD_PRELOAD="$lib" python3 -c '
 import os, sqlite3, sys
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("create table if not exists t(x)")
 c.execute("insert into t values(1)")
-st = os.stat(sys.argv[1] + "-alex")
+st = os.stat(sys.argv[1] + sys.argv[2])
 import pwd, grp
 print("%o %s:%s" % (st.st_mode & 0o777, pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name))
-' "$db"
+' "$db" "$sfx"
 }
 
 for um in 022 077; do
@@ -44,8 +45,11 @@ for um in 022 077; do
 		chmod "$m" "$d/a.db"
 		got=$(umask "$um" && while_open "$d/a.db")
 		t "umask $um, database $m: log mode ${got%% *}" [ "${got%% *}" = "$m" ]
+		got=$(umask "$um" && SIDECAR=-alex-shm while_open "$d/a.db")
+		t "umask $um, database $m: change counter mode ${got%% *}" [ "${got%% *}" = "$m" ]
 		t "umask $um, database $m: database mode unchanged" [ "$(mode_of "$d/a.db")" = "$m" ]
-		t "umask $um, database $m: nothing left at rest" [ ! -e "$d/a.db-alex" ]
+		t "umask $um, database $m: nothing left at rest" \
+			[ ! -e "$d/a.db-alex" -a ! -e "$d/a.db-alex-shm" ]
 	done
 done
 
@@ -62,6 +66,9 @@ if [ -z "$why" ]; then
 	chown "nobody:$grp" "$d/a.db" && chmod 640 "$d/a.db"
 	got=$(while_open "$d/a.db")
 	t "root on nobody's 0640 database: log is nobody:$grp 640 (got '$got')" [ "$got" = "640 nobody:$grp" ]
+	got=$(SIDECAR=-alex-shm while_open "$d/a.db")
+	t "root on nobody's 0640 database: change counter is nobody:$grp 640 (got '$got')" \
+		[ "$got" = "640 nobody:$grp" ]
 
 	# a kept log found wider than its database: narrowed (its owner may)
 	d=$tmp/wide

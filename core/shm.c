@@ -1,0 +1,169 @@
+/*
+ * shm.c - the log's change counter (shm.h).
+ *
+ * Every change an engine makes to a format-3 log goes through
+ * alex_log_pwrite or alex_log_truncate, which raise busy before it and
+ * raise gen and lower busy after it.  A catch-up that saw busy 0 and gen g
+ * before it read the log, and the same after, has seen every change counted
+ * in g; later, busy 0 and gen still g mean that no change has been made
+ * since, nor is one under way -- so there is nothing to read.  Anything
+ * else (a change counted, one under way or abandoned by a process that
+ * died inside it, a region made anew, another log's region) sends the
+ * caller to the log, exactly as without the counter.  So the counter can
+ * make a catch-up unnecessary, never wrong, provided that every writer of
+ * the log counts: only a format-3 log is counted, which no ALEX without the
+ * counter opens, and an engine that cannot map the region does not open
+ * the log (alex_shm_attach).
+ *
+ * The region lives in "<db>-alex-shm", made with the database's mode and
+ * owner beside the log and removed with it.  Like SQLite's -shm it must
+ * not be deleted while programs have the database open.
+ */
+#include <string.h>
+
+#include "db.h"
+#include "log.h"
+#include "shm.h"
+
+static uint64_t random64(void)
+{
+	return (uint64_t)alex_random32() << 32 | alex_random32();
+}
+
+/* Under the region file's lock: a region that is not this log's (new,
+ * left by an earlier log, damaged) is made anew.  Its gen starts at a
+ * random value, so that no engine's last look can match it by chance. */
+static int init(void *p, void *arg)
+{
+	struct alex_shm *s = p;
+	struct alex_db *db = arg;
+
+	if (memcmp(s->magic, ALEX_SHM_MAGIC, 8) == 0 && s->version == ALEX_SHM_VERSION &&
+	    s->size == ALEX_SHM_SIZE && memcmp(s->uuid, db->hdr.uuid, 16) == 0)
+		return 0;
+	memset(s->magic, 0, sizeof s->magic);
+	__atomic_store_n(&s->gen, random64(), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->busy, 0, __ATOMIC_SEQ_CST);
+	memcpy(s->uuid, db->hdr.uuid, 16);
+	s->version = ALEX_SHM_VERSION;
+	s->size = ALEX_SHM_SIZE;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	memcpy(s->magic, ALEX_SHM_MAGIC, 8);
+	return 0;
+}
+
+int alex_shm_attach(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	struct alex_finfo base;
+	void *p = NULL;
+	int err;
+
+	alex_shm_detach(db);
+	if (db->log_fd < 0 || db->log_stub || db->cfg.exclusive ||
+	    db->hdr.version < ALEX_FORMAT_VERSION || !o->shm_map)
+		return 0; /* no log, a tool alone on it, or a log older ALEX writes */
+	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
+	    (err = o->shm_map(db->io.ctx, db->shm_path, &base, init, db, &p)))
+		return err;
+	db->shm = p;
+	return 0;
+}
+
+void alex_shm_detach(struct alex_db *db)
+{
+	if (db->shm)
+		db->io.ops->shm_unmap(db->io.ctx, db->shm);
+	db->shm = NULL;
+	db->shm_seen_ok = 0;
+}
+
+int alex_shm_unchanged(struct alex_db *db)
+{
+	struct alex_shm *s = db->shm;
+
+	/* busy first: a change that ended before it was counted in gen */
+	return s && db->shm_seen_ok && __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) == 0 &&
+	       __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == db->shm_seen &&
+	       memcmp(s->uuid, db->hdr.uuid, 16) == 0;
+}
+
+void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l)
+{
+	struct alex_shm *s = db->shm;
+
+	l->busy = s ? __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) : 1;
+	l->gen = s ? __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) : 0;
+}
+
+void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err)
+{
+	struct alex_shm *s = db->shm; /* the look may have mapped another log's */
+
+	/* zeros, noise, another log's region: made anew, which only ever
+	 * sends every engine to the log once more (a new random gen) */
+	if (s && !err && (memcmp(s->magic, ALEX_SHM_MAGIC, 8) != 0 ||
+			  memcmp(s->uuid, db->hdr.uuid, 16) != 0)) {
+		init(s, db);
+		db->shm_seen_ok = 0;
+		return;
+	}
+	db->shm_seen_ok = s && !err && l->busy == 0 &&
+			  __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) == 0 &&
+			  __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == l->gen &&
+			  memcmp(s->uuid, db->hdr.uuid, 16) == 0;
+	db->shm_seen = l->gen;
+}
+
+/* A change of the log by this engine.  What it knew before stays current
+ * after it only if it knew everything before and nobody else changed the
+ * log meanwhile (gen moved by one: ours). */
+static void enter(struct alex_db *db, struct alex_shm_look *l)
+{
+	struct alex_shm *s = db->shm;
+
+	l->busy = __atomic_fetch_add(&s->busy, 1, __ATOMIC_SEQ_CST);
+	l->gen = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
+}
+
+static void leave(struct alex_db *db, const struct alex_shm_look *l, int err)
+{
+	struct alex_shm *s = db->shm;
+	uint64_t was = __atomic_fetch_add(&s->gen, 1, __ATOMIC_SEQ_CST);
+	uint64_t b = __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST);
+
+	/* never below 0: a region made anew while we were inside lost our
+	 * count, and a busy that wrapped would stop every fast path */
+	while (b && !__atomic_compare_exchange_n(&s->busy, &b, b - 1, 0, __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST))
+		;
+	db->shm_seen_ok = db->shm_seen_ok && !err && l->busy == 0 && l->gen == db->shm_seen &&
+			  was == l->gen;
+	db->shm_seen = was + 1;
+}
+
+int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off)
+{
+	struct alex_shm_look l;
+	int counted = db->shm && fd == db->log_fd;
+
+	if (counted)
+		enter(db, &l);
+	int err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
+	if (counted)
+		leave(db, &l, err);
+	return err;
+}
+
+int alex_log_truncate(struct alex_db *db, int fd, uint64_t size)
+{
+	struct alex_shm_look l;
+	int counted = db->shm && fd == db->log_fd;
+
+	if (counted)
+		enter(db, &l);
+	int err = db->io.ops->ftruncate(db->io.ctx, fd, size);
+	if (counted)
+		leave(db, &l, err);
+	return err;
+}
