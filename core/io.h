@@ -68,9 +68,9 @@ struct alex_io_ops {
 	int (*lock)(void *ctx, int fd, uint64_t byte, int mode);
 	/* maps the 4096-byte region of path, shared with every process that
 	 * maps it; made with like's permissions (and owner, for root) and
-	 * allocated, so that no store to it can fault; init runs on it under
-	 * a lock that keeps every other map of it out.  Optional: without it
-	 * the engine reads the log at every catch-up (shm.c). */
+	 * allocated, so that no store to it can fault; then runs init on it
+	 * (which must be safe beside another process's init).  Optional:
+	 * without it the engine reads the log at every catch-up (shm.c). */
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
 		       int (*init)(void *region, void *arg), void *arg, void **region);
 	void (*shm_unmap)(void *ctx, void *region);

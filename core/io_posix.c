@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 static int err_of(long r)
@@ -255,18 +254,17 @@ static int px_lock(void *ctx, int fd, uint64_t byte, int mode)
 }
 
 /*
- * The region file is locked while it is made whole and initialised, so two
- * openers never initialise it at once, and unlocked at once.  Its 4096 bytes are allocated before
- * they are mapped: a store into a hole of a full file system would be a
- * SIGBUS in the host program.
+ * Its 4096 bytes are allocated before they are mapped: a store into a hole
+ * of a full file system would be a SIGBUS in the host program.  No lock:
+ * two openers that initialise the region at once leave one of their
+ * random counts, which sends every engine to the log once more (shm.c).
  */
 static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
 		      int (*init)(void *region, void *arg), void *arg, void **region)
 {
-	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
 	static const uint8_t zeros[4096];
 	struct stat st;
-	int fd = -1, err = 0;
+	int fd, err = 0;
 	void *p;
 
 	*region = NULL;
@@ -278,14 +276,6 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 		return errno;
 	if ((err = px_own(ctx, fd, like)))
 		goto out;
-	for (int tries = 0; syscall(SYS_fcntl, fd, F_OFD_SETLK, &l) != 0; tries++) {
-		if ((errno != EACCES && errno != EAGAIN) || tries == 200) {
-			err = errno == EACCES || errno == EAGAIN ? EBUSY : errno;
-			goto out;
-		}
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
 	if (syscall(SYS_fstat, fd, &st) < 0) {
 		err = errno;
 		goto out;
@@ -313,10 +303,6 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 	}
 	*region = p;
 out:
-	/* by hand: the mapping holds the open file description, and with it
-	 * an OFD lock, past the close */
-	l.l_type = F_UNLCK;
-	syscall(SYS_fcntl, fd, F_OFD_SETLK, &l);
 	px_close(ctx, fd);
 	return err;
 }

@@ -30,9 +30,10 @@ static uint64_t random64(void)
 	return (uint64_t)alex_random32() << 32 | alex_random32();
 }
 
-/* Under the region file's lock: a region that is not this log's (new,
- * left by an earlier log, damaged) is made anew.  Its gen starts at a
- * random value, so that no engine's last look can match it by chance. */
+/* A region that is not this log's (new, left by an earlier log, damaged)
+ * is made anew.  Its gen starts at a random value, so that no engine's last
+ * look can match it by chance; two engines doing this at once (no lock)
+ * leave one of their values, and every engine reads the log once more. */
 static int init(void *p, void *arg)
 {
 	struct alex_shm *s = p;
