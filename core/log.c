@@ -164,6 +164,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
 		goto out;
 	db->log_fd = fd;
+	db->log_stub = 0; /* a stub it replaced is gone */
 	db->alloc_end = len;
 	db->log_virgin = fenced;
 	fd = -1;
@@ -421,6 +422,7 @@ int alex_log_remove(struct alex_db *db)
 		return ALEX_EINUSE;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
+	alex_shm_retire(db);
 	o->unlink(db->io.ctx, db->shm_path);
 	int err = o->unlink(db->io.ctx, db->log_path);
 	alex_log_drop(db);
@@ -434,8 +436,13 @@ void alex_log_forget_counter(struct alex_db *db)
 
 	/* the last engine on a kept log: nothing at rest but the log; the
 	 * next opener makes the counter anew (and reads the log whole) */
-	if (db->shm && o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0)
+	if (db->shm && o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0) {
+		alex_shm_retire(db);
 		o->unlink(db->io.ctx, db->shm_path);
+		/* back to shared: a forked process's descriptor of the log is
+		 * ours too, and would keep every other opener out */
+		o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_SHARED);
+	}
 }
 
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)

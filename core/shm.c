@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "format.h"
 #include "log.h"
 #include "shm.h"
 
@@ -97,23 +98,38 @@ void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l)
 	l->gen = s ? __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) : 0;
 }
 
-void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err)
+int alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err)
 {
 	struct alex_shm *s = db->shm; /* the look may have mapped another log's */
 
-	/* zeros, noise, another log's region: made anew, which only ever
-	 * sends every engine to the log once more (a new random gen) */
+	/* zeros, noise, another log's region, or one retired under us (a
+	 * forked child's last close removed it): mapped again by name, and
+	 * made anew if it is not this log's -- which only ever sends every
+	 * engine to the log once more (a new random gen) */
 	if (s && !err && (memcmp(s->magic, ALEX_SHM_MAGIC, 8) != 0 ||
 			  memcmp(s->uuid, db->hdr.uuid, 16) != 0)) {
-		init(s, db);
 		db->shm_seen_ok = 0;
-		return;
+		return alex_shm_attach(db);
 	}
 	db->shm_seen_ok = s && !err && l->busy == 0 &&
 			  __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) == 0 &&
 			  __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == l->gen &&
 			  memcmp(s->uuid, db->hdr.uuid, 16) == 0;
 	db->shm_seen = l->gen;
+	return 0;
+}
+
+void alex_shm_retire(struct alex_db *db)
+{
+	struct alex_shm *s = db->shm;
+
+	/* an engine still mapping it (a forked parent: its lock on the log is
+	 * ours) must not go on believing it once the name is another's */
+	if (s) {
+		memset(s->magic, 0, sizeof s->magic);
+		memset(s->uuid, 0, sizeof s->uuid);
+		__atomic_fetch_add(&s->gen, 1, __ATOMIC_SEQ_CST);
+	}
 }
 
 /* A change of the log by this engine.  What it knew before stays current
@@ -143,11 +159,21 @@ static void leave(struct alex_db *db, const struct alex_shm_look *l, int err)
 	db->shm_seen = was + 1;
 }
 
+/* A write to a format-3 log that other engines share must be counted: one
+ * this engine cannot count is refused, never made behind their backs. */
+static int uncountable(const struct alex_db *db, int fd)
+{
+	return fd == db->log_fd && !db->shm && !db->log_stub && !db->cfg.exclusive &&
+	       db->hdr.version >= ALEX_FORMAT_VERSION && db->io.ops->shm_map;
+}
+
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off)
 {
 	struct alex_shm_look l;
 	int counted = db->shm && fd == db->log_fd;
 
+	if (uncountable(db, fd))
+		return ALEX_EFAILED;
 	if (counted)
 		enter(db, &l);
 	int err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
@@ -161,6 +187,8 @@ int alex_log_truncate(struct alex_db *db, int fd, uint64_t size)
 	struct alex_shm_look l;
 	int counted = db->shm && fd == db->log_fd;
 
+	if (uncountable(db, fd))
+		return ALEX_EFAILED;
 	if (counted)
 		enter(db, &l);
 	int err = db->io.ops->ftruncate(db->io.ctx, fd, size);

@@ -40,10 +40,15 @@ struct alex_shm_look {
 	uint64_t gen, busy;
 };
 void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l);
-void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
+/* 0, or why the region could not be mapped again (a damaged one is) */
+int alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
+
+/* Before its name is removed: no engine still mapping it believes it. */
+void alex_shm_retire(struct alex_db *db);
 
 /* Every write and truncation of the log goes through these two: each is
- * counted as a change, before and after. */
+ * counted as a change, before and after; ALEX_EFAILED for one that could
+ * not be counted (no region mapped for a format-3 log others share). */
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off);
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size);
 

@@ -80,6 +80,30 @@ rm -f "$d/a.db.ready" "$d/a.db.go" "$d/out"
 t "its last close removes the log" only_db "$d" a.db
 t "plain SQLite reads all 3" [ "$(plain "$d/a.db" "select count(*) from t")" = 3 ]
 
+# a forked child's last close of a kept log: the child's descriptor of the
+# log is its parent's too, so the change counter the child removes must
+# not go on being believed by the parent, and the log must stay open to
+# others (a third process writes; the parent sees it, and so does a fourth)
+d=$tmp/fork; mkdir -p "$d"
+plain "$d/a.db" "create table t(x)"
+out=$(cd "$d" && ALEX_KEEP_LOG=1 LD_PRELOAD=$lib python3 -c '
+import os, sqlite3, subprocess
+c = sqlite3.connect("a.db", isolation_level=None)
+c.execute("insert into t values(1)")
+pid = os.fork()
+if pid == 0:
+    c.execute("insert into t values(2)")
+    c.close()
+    os._exit(0)
+os.waitpid(pid, 0)
+for i in range(3):
+    subprocess.run(["sqlite3", "a.db", "insert into t values(%d)" % (10 + i)], check=True)
+    c.execute("insert into t values(%d)" % (20 + i))
+print(c.execute("select group_concat(x) from t").fetchone()[0])' 2>&1)
+t "fork, kept log: the parent sees every process's rows ($out)" [ "$out" = "1,2,10,20,11,21,12,22" ]
+t "fork, kept log: so does a later process" \
+	[ "$(ALEX_KEEP_LOG=1 alex "$d/a.db" "select count(*) from t")" = 8 ]
+
 # many short processes at once: opens racing last closes
 d=$tmp/race; mkdir -p "$d"
 plain "$d/a.db" "create table t(p, i)"
