@@ -214,7 +214,10 @@ int alex_commit(alex_db *db)
 	 * syncs that: it must not be lost while the conditional one stands */
 	int sync = db->cfg.sync == ALEX_SYNC_FULL ||
 		   (db->cond_open && db->cfg.sync != ALEX_SYNC_OFF);
-	return commit(db, sync, NULL);
+	int err = commit(db, sync, NULL);
+	if (err)
+		db->shm_seen_ok = 0; /* a record written, not published: read it */
+	return err;
 }
 
 int alex_commit_cond(alex_db *db, const char *super_path)
@@ -223,7 +226,10 @@ int alex_commit_cond(alex_db *db, const char *super_path)
 		return ALEX_EINVAL;
 	/* the commit point is another file's removal: this record must be on
 	 * disk before it, whatever the sync mode */
-	return commit(db, db->cfg.sync != ALEX_SYNC_OFF, super_path);
+	int err = commit(db, db->cfg.sync != ALEX_SYNC_OFF, super_path);
+	if (err)
+		db->shm_seen_ok = 0;
+	return err;
 }
 
 void alex_resolve(alex_db *db)

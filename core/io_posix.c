@@ -268,24 +268,31 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 	void *p;
 
 	*region = NULL;
-	do /* never through a link: the region is written as soon as it is made */
+	/* never through a symbolic or a hard link, never a device or a FIFO:
+	 * the file is changed (its mode, owner and size) as soon as it is open */
+	do
 		fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-				  O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+				  O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+				  0600);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return errno;
-	if ((err = px_own(ctx, fd, like)))
-		goto out;
 	if (syscall(SYS_fstat, fd, &st) < 0) {
 		err = errno;
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
 		err = EINVAL;
 		goto out;
 	}
+	/* one the database's mode cannot be given to (another user made it,
+	 * then the database's mode changed) will do if it is no more open */
+	if (px_own(ctx, fd, like) && (st.st_mode & 0777 & ~like->mode)) {
+		err = EPERM;
+		goto out;
+	}
 	if (syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
-		if (errno != EOPNOTSUPP) {
+		if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
 			err = errno;
 			goto out;
 		}

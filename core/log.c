@@ -168,9 +168,12 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	db->alloc_end = len;
 	db->log_virgin = fenced;
 	fd = -1;
+	/* the counter may fail to map (no descriptor, no space): then this
+	 * engine reads the log at every catch-up and may not write it until
+	 * it maps (shm.c) */
 	if (!(err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
 										 : ALEX_SHARED, 1)))
-		err = alex_shm_attach(db);
+		(void)alex_shm_attach(db);
 out:
 	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
@@ -292,7 +295,7 @@ int alex_log_open(struct alex_db *db)
 	if (err == ALEX_ENOLOG)
 		db->log_stub = 1; /* replaced by the first record */
 	else if (!err)
-		err = alex_shm_attach(db);
+		(void)alex_shm_attach(db); /* as in create_log */
 	return err == ALEX_ENOLOG ? 0 : err;
 }
 
@@ -428,21 +431,6 @@ int alex_log_remove(struct alex_db *db)
 	alex_log_drop(db);
 	db->epoch_live = 0;
 	return err;
-}
-
-void alex_log_forget_counter(struct alex_db *db)
-{
-	const struct alex_io_ops *o = db->io.ops;
-
-	/* the last engine on a kept log: nothing at rest but the log; the
-	 * next opener makes the counter anew (and reads the log whole) */
-	if (db->shm && o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0) {
-		alex_shm_retire(db);
-		o->unlink(db->io.ctx, db->shm_path);
-		/* back to shared: a forked process's descriptor of the log is
-		 * ours too, and would keep every other opener out */
-		o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_SHARED);
-	}
 }
 
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)

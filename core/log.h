@@ -13,8 +13,6 @@ int alex_log_open(struct alex_db *db);
 int alex_log_reopen(struct alex_db *db);
 /* Closes the log (and unmaps its change counter, shm.c). */
 void alex_log_drop(struct alex_db *db);
-/* At the last close of a log that stays: its change counter goes. */
-void alex_log_forget_counter(struct alex_db *db);
 /* Was the log removed or made by another process since we opened it?
  * Also refreshes alloc_end. */
 int alex_log_changed(struct alex_db *db, int *changed);

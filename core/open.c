@@ -218,8 +218,6 @@ int alex_close(alex_db *db)
 	 * engine on the log removes it once it holds nothing */
 	if (db->cfg.remove_log && removable(db))
 		alex_log_remove(db);
-	else
-		alex_log_forget_counter(db);
 	free_db(db);
 	return err;
 }

@@ -78,8 +78,8 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	    !alex_shm_unchanged(db)) {
 		alex_shm_look_begin(db, &look);
 		err = reload_log(db, force, may_abort);
-		int rc = alex_shm_look_end(db, &look, err);
-		if (err || (err = rc))
+		alex_shm_look_end(db, &look, err);
+		if (err)
 			return err;
 	} else {
 		db->st.refreshes_skipped++;

@@ -16,7 +16,8 @@
  * the log (alex_shm_attach).
  *
  * The region lives in "<db>-alex-shm", made with the database's mode and
- * owner beside the log and removed with it.  Like SQLite's -shm it must
+ * owner beside the log and removed with it (a kept log keeps it: on a full
+ * disk its allocated block is what lets the log be written).  Like SQLite's -shm it must
  * not be deleted while programs have the database open.
  */
 #include <string.h>
@@ -98,7 +99,7 @@ void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l)
 	l->gen = s ? __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) : 0;
 }
 
-int alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err)
+void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err)
 {
 	struct alex_shm *s = db->shm; /* the look may have mapped another log's */
 
@@ -109,14 +110,14 @@ int alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err
 	if (s && !err && (memcmp(s->magic, ALEX_SHM_MAGIC, 8) != 0 ||
 			  memcmp(s->uuid, db->hdr.uuid, 16) != 0)) {
 		db->shm_seen_ok = 0;
-		return alex_shm_attach(db);
+		(void)alex_shm_attach(db); /* failed: no region, writes retry it */
+		return;
 	}
 	db->shm_seen_ok = s && !err && l->busy == 0 &&
 			  __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) == 0 &&
 			  __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == l->gen &&
 			  memcmp(s->uuid, db->hdr.uuid, 16) == 0;
 	db->shm_seen = l->gen;
-	return 0;
 }
 
 void alex_shm_retire(struct alex_db *db)
@@ -159,8 +160,10 @@ static void leave(struct alex_db *db, const struct alex_shm_look *l, int err)
 	db->shm_seen = was + 1;
 }
 
-/* A write to a format-3 log that other engines share must be counted: one
- * this engine cannot count is refused, never made behind their backs. */
+/* A write to a format-3 log that other engines share must be counted: an
+ * engine whose region failed to map tries again, and a write it still
+ * cannot count is refused (with the mapping's error: ENOSPC is SQLite's
+ * SQLITE_FULL), never made behind the others' backs. */
 static int uncountable(const struct alex_db *db, int fd)
 {
 	return fd == db->log_fd && !db->shm && !db->log_stub && !db->cfg.exclusive &&
@@ -172,11 +175,13 @@ int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint6
 	struct alex_shm_look l;
 	int counted = db->shm && fd == db->log_fd;
 
-	if (uncountable(db, fd))
-		return ALEX_EFAILED;
+	int err;
+	if (uncountable(db, fd) && (err = alex_shm_attach(db)))
+		return err;
+	counted = db->shm && fd == db->log_fd;
 	if (counted)
 		enter(db, &l);
-	int err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
+	err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
 	if (counted)
 		leave(db, &l, err);
 	return err;
@@ -187,11 +192,13 @@ int alex_log_truncate(struct alex_db *db, int fd, uint64_t size)
 	struct alex_shm_look l;
 	int counted = db->shm && fd == db->log_fd;
 
-	if (uncountable(db, fd))
-		return ALEX_EFAILED;
+	int err;
+	if (uncountable(db, fd) && (err = alex_shm_attach(db)))
+		return err;
+	counted = db->shm && fd == db->log_fd;
 	if (counted)
 		enter(db, &l);
-	int err = db->io.ops->ftruncate(db->io.ctx, fd, size);
+	err = db->io.ops->ftruncate(db->io.ctx, fd, size);
 	if (counted)
 		leave(db, &l, err);
 	return err;

@@ -26,8 +26,10 @@ struct alex_shm {
 
 /* Maps the counter of the log now open (a format-3 log: its every writer
  * counts), made with the database's permissions, initialised if it is not
- * this log's.  0 or an error: an engine that cannot count its changes must
- * not make them where others skip reading the log. */
+ * this log's.  0 or an error; after an error the engine reads the log at
+ * every catch-up, and a write to the log maps again or is refused: an
+ * engine that cannot count its changes must not make them where others
+ * skip reading the log. */
 int alex_shm_attach(struct alex_db *db);
 void alex_shm_detach(struct alex_db *db);
 
@@ -40,15 +42,14 @@ struct alex_shm_look {
 	uint64_t gen, busy;
 };
 void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l);
-/* 0, or why the region could not be mapped again (a damaged one is) */
-int alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
+void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
 
 /* Before its name is removed: no engine still mapping it believes it. */
 void alex_shm_retire(struct alex_db *db);
 
 /* Every write and truncation of the log goes through these two: each is
- * counted as a change, before and after; ALEX_EFAILED for one that could
- * not be counted (no region mapped for a format-3 log others share). */
+ * counted as a change, before and after; refused with the mapping's error
+ * when it cannot be counted (above). */
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off);
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size);
 

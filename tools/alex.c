@@ -113,6 +113,14 @@ static int show_cond(void *arg, const struct alex_recinfo *ri)
  * is then opened with a fresh log only to take ALEX's mark off it: it holds
  * what its last checkpoint wrote.
  */
+/* The set-aside log's change counter (alex-log(5)) counts nothing now. */
+static void forget_counter(const char *log)
+{
+	char shm[4300];
+	snprintf(shm, sizeof shm, "%s-shm", log);
+	unlink(shm);
+}
+
 static int recover(const char *path, struct alex_config *cfg)
 {
 	char log[4200], aside[4300], stamp[32];
@@ -143,6 +151,7 @@ static int recover(const char *path, struct alex_config *cfg)
 			fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
 			return 1;
 		}
+		forget_counter(log);
 		printf("%s: %llu commits salvaged into the database; log set aside as %s\n", path,
 		       (unsigned long long)st.recovered_commits, aside);
 		return 0;
@@ -152,6 +161,7 @@ static int recover(const char *path, struct alex_config *cfg)
 		fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
 		return 1;
 	}
+	forget_counter(log);
 	if ((rc = alex_open(path, cfg, NULL, &db)) || (rc = alex_checkpoint(db))) {
 		fprintf(stderr, "alex: %s: cannot clear ALEX's mark: %s\n", path, alex_strerror(rc));
 		return 1;

@@ -29,8 +29,8 @@ t "a read-only session makes no log" only_db "$d" a.db
 # ALEX_KEEP_LOG=1: the log stays, empty, and the database is still plain
 d=$tmp/keep; mkdir -p "$d"
 ALEX_KEEP_LOG=1 alex "$d/a.db" "create table t(x); insert into t values(1)"
-t "ALEX_KEEP_LOG=1 keeps the log, and only the log ($(ls -A "$d" | tr '\n' ' '))" \
-	only_db "$d" "$(printf 'a.db\na.db-alex')"
+t "ALEX_KEEP_LOG=1 keeps the log and its change counter, nothing else ($(ls -A "$d" | tr '\n' ' '))" \
+	only_db "$d" "$(printf 'a.db\na.db-alex\na.db-alex-shm')"
 t "ALEX_KEEP_LOG=1: the database is plain" [ "$(plain "$d/a.db" "select count(*) from t")" = 1 ]
 t "ALEX_KEEP_LOG=1: the kept log holds nothing" "$B/alex" stat "$d/a.db" >/dev/null
 alex "$d/a.db" "insert into t values(2)"
