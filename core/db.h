@@ -45,6 +45,8 @@ struct alex_db {
 	char *shm_path;           /* the log's change counter (shm.c) */
 	int base_fd[ALEX_NFILES]; /* -1 until needed */
 	int log_fd;
+	int log_pid;              /* the process that opened log_fd (a forked
+				     child shares its lock, so never removes it) */
 	struct alex_shm *shm;     /* mapped while a format-3 log is open */
 	uint64_t shm_seen;        /* its gen when this engine last read the log */
 	int shm_seen_ok;          /* ... and that read saw every change counted */

@@ -69,10 +69,12 @@ struct alex_io_ops {
 	/* maps the 4096-byte region of path, shared with every process that
 	 * maps it; made with like's permissions (and owner, for root) and
 	 * allocated, so that no store to it can fault; then runs init on it
-	 * (which must be safe beside another process's init).  Optional:
+	 * (which must be safe beside another process's init; may_change 0:
+	 * the file has other names, and is used only if it needs no change,
+	 * else init says EINVAL).  Optional:
 	 * without it the engine reads the log at every catch-up (shm.c). */
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
-		       int (*init)(void *region, void *arg), void *arg, void **region);
+		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region);
 	void (*shm_unmap)(void *ctx, void *region);
 };
 

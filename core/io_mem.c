@@ -458,7 +458,7 @@ static int mem_lock(void *ctx, int fd, uint64_t byte, int mode)
 /* One region per name, shared by every engine on this memory (each stands
  * for a process); one thread, so no lock. */
 static int mem_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		       int (*init)(void *region, void *arg), void *arg, void **region)
+		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
 {
 	alex_mem *m = ctx;
 	struct mshm *s = NULL;
@@ -484,7 +484,7 @@ static int mem_shm_map(void *ctx, const char *path, const struct alex_finfo *lik
 		}
 		m->nshm++;
 	}
-	if ((err = init(s->region, arg)))
+	if ((err = init(s->region, arg, 1)))
 		return err;
 	*region = s->region;
 	return 0;

@@ -260,7 +260,7 @@ static int px_lock(void *ctx, int fd, uint64_t byte, int mode)
  * random counts, which sends every engine to the log once more (shm.c).
  */
 static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		      int (*init)(void *region, void *arg), void *arg, void **region)
+		      int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
 {
 	static const uint8_t zeros[4096];
 	struct stat st;
@@ -281,17 +281,25 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 		err = errno;
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+	if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		goto out;
+	}
+	/* a region with other names (a snapshot's hard link) is used only as
+	 * it is, if it is this log's already: nothing is changed in a file a
+	 * link may have put here */
+	int linked = st.st_nlink != 1;
+	if (linked && (st.st_size < 4096 || (st.st_mode & 0777 & ~like->mode))) {
 		err = EINVAL;
 		goto out;
 	}
 	/* one the database's mode cannot be given to (another user made it,
 	 * then the database's mode changed) will do if it is no more open */
-	if (px_own(ctx, fd, like) && (st.st_mode & 0777 & ~like->mode)) {
+	if (!linked && px_own(ctx, fd, like) && (st.st_mode & 0777 & ~like->mode)) {
 		err = EPERM;
 		goto out;
 	}
-	if (syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
+	if (!linked && syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
 		if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
 			err = errno;
 			goto out;
@@ -304,7 +312,7 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 		err = errno;
 		goto out;
 	}
-	if ((err = init(p, arg))) {
+	if ((err = init(p, arg, !linked))) {
 		syscall(SYS_munmap, p, 4096);
 		goto out;
 	}

@@ -164,6 +164,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
 		goto out;
 	db->log_fd = fd;
+	db->log_pid = (int)getpid();
 	db->log_stub = 0; /* a stub it replaced is gone */
 	db->alloc_end = len;
 	db->log_virgin = fenced;
@@ -273,6 +274,7 @@ int alex_log_open(struct alex_db *db)
 		if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
+		db->log_pid = (int)getpid();
 		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
 		if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, mode, !db->cfg.exclusive)) ||
 		    (err = o->stat(db->io.ctx, fd, &fi)))
@@ -419,7 +421,12 @@ int alex_log_remove(struct alex_db *db)
 
 	if (db->log_fd < 0)
 		return 0;
-	/* only the last engine: another may be reading it, or about to append */
+	/* only the last engine: another may be reading it, or about to append.
+	 * A forked child's descriptor is its parent's, and so is the lock that
+	 * says so: the child's view may be stale and the parent's log full of
+	 * commits, so only the process that opened the log removes it. */
+	if (db->log_pid != (int)getpid())
+		return ALEX_EINUSE;
 	if (!db->cfg.exclusive &&
 	    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) != 0)
 		return ALEX_EINUSE;

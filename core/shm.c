@@ -20,6 +20,7 @@
  * disk its allocated block is what lets the log be written).  Like SQLite's -shm it must
  * not be deleted while programs have the database open.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "db.h"
@@ -36,7 +37,7 @@ static uint64_t random64(void)
  * is made anew.  Its gen starts at a random value, so that no engine's last
  * look can match it by chance; two engines doing this at once (no lock)
  * leave one of their values, and every engine reads the log once more. */
-static int init(void *p, void *arg)
+static int init(void *p, void *arg, int may_change)
 {
 	struct alex_shm *s = p;
 	struct alex_db *db = arg;
@@ -44,6 +45,8 @@ static int init(void *p, void *arg)
 	if (memcmp(s->magic, ALEX_SHM_MAGIC, 8) == 0 && s->version == ALEX_SHM_VERSION &&
 	    s->size == ALEX_SHM_SIZE && memcmp(s->uuid, db->hdr.uuid, 16) == 0)
 		return 0;
+	if (!may_change)
+		return EINVAL; /* not this log's, and not ours to make (io.h) */
 	memset(s->magic, 0, sizeof s->magic);
 	__atomic_store_n(&s->gen, random64(), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->busy, 0, __ATOMIC_SEQ_CST);

@@ -189,7 +189,7 @@ static int t_sync_dir(void *ctx, const char *path)
 
 /* the change counter: a mapping, no call to record */
 static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		     int (*init)(void *region, void *arg), void *arg, void **region)
+		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
 {
 	(void)ctx;
 	if (!IN->shm_map)

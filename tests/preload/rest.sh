@@ -104,6 +104,33 @@ t "fork, kept log: the parent sees every process's rows ($out)" [ "$out" = "1,2,
 t "fork, kept log: so does a later process" \
 	[ "$(ALEX_KEEP_LOG=1 alex "$d/a.db" "select count(*) from t")" = 8 ]
 
+# a forked child whose view is stale (the log was empty when it forked)
+# closes while its parent holds SQLite's SHARED lock: the lock on the log it
+# would take to remove it is its parent's too, so it must not remove the log
+# that holds the parent's acknowledged commit
+d=$tmp/forkstale; mkdir -p "$d"
+out=$(ALEX_CHECKPOINT_MB=1 LD_PRELOAD=$lib python3 -c '
+import os, sys, time, sqlite3
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("create table t(id integer primary key, b blob)")
+c.execute("begin")
+for i in range(400): c.execute("insert into t(b) values(?)", (os.urandom(4000),))
+c.execute("commit") # past 1 MiB: checkpointed, the log holds nothing
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.5)
+    c.close()
+    os._exit(0)
+c.execute("insert into t(b) values(1)") # only in the log
+c.execute("begin"); c.execute("select count(*) from t").fetchone()
+time.sleep(1.0)
+c.execute("commit")
+os.waitpid(pid, 0)
+print(c.execute("select count(*) from t").fetchone()[0])' "$d/a.db" 2>&1)
+t "fork, stale child's close: the parent keeps its commit ($out)" [ "$out" = 401 ]
+t "fork, stale child's close: so does a later process" \
+	[ "$(plain "$d/a.db" "select count(*) from t")" = 401 ]
+
 # many short processes at once: opens racing last closes
 d=$tmp/race; mkdir -p "$d"
 plain "$d/a.db" "create table t(p, i)"
