@@ -173,17 +173,29 @@ static int uncountable(const struct alex_db *db, int fd)
 	       db->hdr.version >= ALEX_FORMAT_VERSION && db->io.ops->shm_map;
 }
 
+/* Before a change of fd: 0, with *counted set when enter was called, or
+ * the error that keeps the change from being made. */
+static int begin_change(struct alex_db *db, int fd, struct alex_shm_look *l, int *counted)
+{
+	int err;
+
+	*counted = 0;
+	if (uncountable(db, fd) && (err = alex_shm_attach(db)))
+		return err;
+	if (db->shm && fd == db->log_fd) {
+		enter(db, l);
+		*counted = 1;
+	}
+	return 0;
+}
+
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off)
 {
 	struct alex_shm_look l;
-	int counted = db->shm && fd == db->log_fd;
+	int counted, err = begin_change(db, fd, &l, &counted);
 
-	int err;
-	if (uncountable(db, fd) && (err = alex_shm_attach(db)))
+	if (err)
 		return err;
-	counted = db->shm && fd == db->log_fd;
-	if (counted)
-		enter(db, &l);
 	err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
 	if (counted)
 		leave(db, &l, err);
@@ -193,14 +205,10 @@ int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint6
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size)
 {
 	struct alex_shm_look l;
-	int counted = db->shm && fd == db->log_fd;
+	int counted, err = begin_change(db, fd, &l, &counted);
 
-	int err;
-	if (uncountable(db, fd) && (err = alex_shm_attach(db)))
+	if (err)
 		return err;
-	counted = db->shm && fd == db->log_fd;
-	if (counted)
-		enter(db, &l);
 	err = db->io.ops->ftruncate(db->io.ctx, fd, size);
 	if (counted)
 		leave(db, &l, err);
