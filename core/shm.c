@@ -12,13 +12,13 @@
  * caller to the log, exactly as without the counter.  So the counter can
  * make a catch-up unnecessary, never wrong, provided that every writer of
  * the log counts: only a format-3 log is counted, which no ALEX without the
- * counter opens, and an engine that cannot map the region does not open
- * the log (alex_shm_attach).
+ * counter opens, and an engine that cannot map the region may read the log
+ * but not write it (begin_change maps it again, or refuses the write).
  *
  * The region lives in "<db>-alex-shm", made with the database's mode and
  * owner beside the log and removed with it (a kept log keeps it: on a full
- * disk its allocated block is what lets the log be written).  Like SQLite's -shm it must
- * not be deleted while programs have the database open.
+ * disk its allocated block is what lets the log be written).  Like SQLite's
+ * -shm it must not be deleted while programs have the database open.
  */
 #include <errno.h>
 #include <string.h>
@@ -27,6 +27,12 @@
 #include "format.h"
 #include "log.h"
 #include "shm.h"
+
+/* Is s a region of this engine's log? */
+static int ours(const struct alex_shm *s, const struct alex_db *db)
+{
+	return memcmp(s->magic, ALEX_SHM_MAGIC, 8) == 0 && memcmp(s->uuid, db->hdr.uuid, 16) == 0;
+}
 
 static uint64_t random64(void)
 {
@@ -42,8 +48,7 @@ static int init(void *p, void *arg, int may_change)
 	struct alex_shm *s = p;
 	struct alex_db *db = arg;
 
-	if (memcmp(s->magic, ALEX_SHM_MAGIC, 8) == 0 && s->version == ALEX_SHM_VERSION &&
-	    s->size == ALEX_SHM_SIZE && memcmp(s->uuid, db->hdr.uuid, 16) == 0)
+	if (ours(s, db) && s->version == ALEX_SHM_VERSION && s->size == ALEX_SHM_SIZE)
 		return 0;
 	if (!may_change)
 		return EINVAL; /* not this log's, and not ours to make (io.h) */
@@ -110,16 +115,14 @@ void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int er
 	 * forked child's last close removed it): mapped again by name, and
 	 * made anew if it is not this log's -- which only ever sends every
 	 * engine to the log once more (a new random gen) */
-	if (s && !err && (memcmp(s->magic, ALEX_SHM_MAGIC, 8) != 0 ||
-			  memcmp(s->uuid, db->hdr.uuid, 16) != 0)) {
+	if (s && !err && !ours(s, db)) {
 		db->shm_seen_ok = 0;
 		(void)alex_shm_attach(db); /* failed: no region, writes retry it */
 		return;
 	}
 	db->shm_seen_ok = s && !err && l->busy == 0 &&
 			  __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) == 0 &&
-			  __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == l->gen &&
-			  memcmp(s->uuid, db->hdr.uuid, 16) == 0;
+			  __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) == l->gen;
 	db->shm_seen = l->gen;
 }
 
