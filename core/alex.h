@@ -151,6 +151,25 @@ int alex_refresh(alex_db *db, int locked);
 int alex_holds_pages(const alex_db *db);
 
 /*
+ * A memory image of logical file f (view.c), for a private mapping of its
+ * base file.  alex_view_plain: the base file's bytes below it are f's, but
+ * for the blocks alex_view_fill copies (0 when there is no base file);
+ * alex_view_fd: the engine's descriptor of the base file, or -1.
+ * alex_view_fill: img holds f's bytes [0, to) at their offsets, those below
+ * plain (<= alex_view_plain) as the base file has them, zeros above; copies
+ * into [from, to) every block whose content is not that -- the log's, a
+ * spilled record's, the open transaction's, block 0 (the base's carries the
+ * fence), and the base's past plain.  Nothing past the logical size.
+ */
+uint64_t alex_view_plain(const alex_db *db, enum alex_file f);
+/* Moves whenever a catch-up (alex_refresh) may have brought in changes
+ * made outside this engine: an image made before it may be stale. */
+uint64_t alex_view_gen(const alex_db *db);
+int alex_view_fd(const alex_db *db, enum alex_file f);
+int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, uint64_t from,
+		   uint64_t to);
+
+/*
  * Drops the open transaction -- collected pages, spills, truncations -- and
  * rebuilds the committed view from the log.  For a forked child, whose copy
  * of the engine holds its parent's unfinished transaction.

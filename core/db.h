@@ -125,6 +125,8 @@ struct alex_db {
 	union LZ4_stream_u *lz4;  /* reused state: no 16 KiB reset per block */
 	unsigned lz4_misses, lz4_skip;
 
+	uint64_t view_gen;        /* moves when a catch-up may have changed the
+				     view from outside this engine (view.c) */
 	struct alex_stats st;
 };
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -14,6 +15,7 @@
 #include "fdtable.h"
 #include "hooks.h"
 #include "journal.h"
+#include "mmap.h"
 #include "real.h"
 #include "record.h"
 #include "serve.h"
@@ -384,15 +386,24 @@ ALEX_EXPORT int posix_fallocate64(int fd, off64_t off, off64_t len)
 	return o ? db_allocate(o, 0, off, len) : REAL(posix_fallocate64)(fd, off, len);
 }
 
-/* ---- mmap: the base file is not the database, so no mapping of it --------- */
+/* ---- mmap: a mapping that shows the database (mmap.c) ------------------- */
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off64_t);
 
 static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off,
 		     mmap_fn real)
 {
-	if (!(flags & MAP_ANONYMOUS) && dbo(fd)) {
-		/* SQLite then falls back to read() for good (unixRemapfile) */
+	struct ofd *o = (flags & MAP_ANONYMOUS) ? NULL : alex_fd_get(fd);
+
+	if (o && o->role == ROLE_DB) {
+		int saved = errno;
+		void *p = alex_mmap_map(o->db, fd, len, prot, flags, off);
+		if (p != MAP_FAILED)
+			errno = saved;
+		return p;
+	}
+	if (o && o->role == ROLE_JOURNAL) {
+		/* an in-memory journal has no file to map */
 		ALEX_COUNT(mmaps_refused, 1);
 		errno = ENODEV;
 		return MAP_FAILED;
@@ -421,4 +432,29 @@ ALEX_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
 	return traced_mmap(addr, len, prot, flags, fd, off, REAL(mmap64));
+}
+
+/* SQLite's munmap and mremap of its mapping of a database; every other
+ * call pays one load while no such mapping exists. */
+ALEX_EXPORT int munmap(void *addr, size_t len)
+{
+	int r;
+	if (__atomic_load_n(&alex_mmap_live, __ATOMIC_ACQUIRE) && alex_mmap_unmap(addr, len, &r))
+		return r;
+	return REAL(munmap)(addr, len);
+}
+
+ALEX_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *to = NULL, *r;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		to = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (__atomic_load_n(&alex_mmap_live, __ATOMIC_ACQUIRE) &&
+	    alex_mmap_remap(old, old_len, new_len, flags, &r))
+		return r;
+	return REAL(mremap)(old, old_len, new_len, flags, to);
 }

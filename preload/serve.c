@@ -16,6 +16,7 @@
 #include "config.h"
 #include "errmap.h"
 #include "journal.h"
+#include "mmap.h"
 #include "multidb.h"
 #include "real.h"
 #include "serve.h"
@@ -179,6 +180,8 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 			rc = alex_read(db->eng, ALEX_FILE_DB, iov[i].iov_base, got, at, &got);
 		if (rc)
 			break;
+		if (writing && db->maps)
+			alex_mmap_wrote(db, iov[i].iov_base, got, at);
 		at += got;
 		total += (ssize_t)got;
 		if (!writing && got < iov[i].iov_len)
@@ -251,6 +254,8 @@ int alex_serve_truncate(struct pdb *db, int64_t size)
 	int saved = errno;
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_truncate(db->eng, ALEX_FILE_DB, (uint64_t)size);
+	if (!rc && db->maps)
+		alex_mmap_cut(db, (uint64_t)size);
 	pthread_mutex_unlock(&db->mu);
 	return answer(rc, saved);
 }
@@ -279,6 +284,7 @@ int alex_serve_commit(struct pdb *db)
 		err = alex_multidb_commit(db); /* one database of several */
 	else if ((err = alex_commit(db->eng)))
 		err = alex_errno_of(err);
+	ALEX_MMAP_CHECK(db, "a commit");
 	pthread_mutex_unlock(&db->mu);
 	errno = err ? err : saved;
 	return err ? -1 : 0;
@@ -331,6 +337,9 @@ int alex_serve_lock_shared(struct pdb *db)
 	ALEX_COUNT(refreshes, 1);
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_refresh(db->eng, 1);
+	if (!rc && db->maps)
+		alex_mmap_follow(db);
+	ALEX_MMAP_CHECK(db, "a catch-up");
 	if (!rc && db->ref_check && !alex_in_doubt(db->eng)) {
 		alex_multidb_cleanup(db);
 		db->ref_check = 0;
@@ -365,6 +374,15 @@ int alex_serve_wal_open(struct pdb *db)
 		rc = alex_checkpoint(db->eng);
 	if (!rc && alex_holds_pages(db->eng))
 		rc = ALEX_EBUSY;
+	/* SQLite's mappings become shared ones of the file it now writes */
+	int merr = !rc && db->maps && !alex_pdb_direct(db) ? alex_mmap_direct(db, 1) : 0;
+	if (merr) {
+		alex_mmap_direct(db, 0);
+		alex_msg(ALEX_MSG_ERROR, "%s: WAL mode: a memory mapping could not follow: %s",
+			 db->path, strerror(merr));
+		pthread_mutex_unlock(&db->mu);
+		return merr;
+	}
 	if (!rc)
 		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
 	/* WAL mode: others commit while SQLite holds SHARED */
@@ -389,6 +407,11 @@ void alex_serve_wal_closed(struct pdb *db)
 		if (rc)
 			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: %s", db->path,
 				 alex_strerror(rc));
+		/* the engine writes the log again: mappings it keeps current */
+		int merr = db->maps ? alex_mmap_direct(db, 0) : 0;
+		if (merr)
+			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: a memory mapping could not "
+				 "follow: %s", db->path, strerror(merr));
 	}
 	pthread_mutex_unlock(&db->mu);
 }

@@ -70,6 +70,7 @@ struct pdb {
 				in rollback mode nobody else can commit until
 				it lets go, so its EXCLUSIVE and the downgrade
 				after need no catch-up (hooks_fcntl.c) */
+	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	int wal_ofds;        /* SQLite's open -wal descriptions (atomic): while
 				there are any the database is in WAL mode, the
 				log holds nothing, and the file is SQLite's own */

@@ -13,7 +13,7 @@ struct alex_pstats {
 	uint64_t journal_syncs_elided; /* of an in-memory journal */
 	uint64_t dir_syncs_elided;
 	uint64_t reserved_releases;    /* SQLite releasing RESERVED: a boundary */
-	uint64_t refreshes, mmaps_refused;
+	uint64_t refreshes, mmaps, mmaps_refused;
 };
 
 extern struct alex_pstats alex_pstats;

@@ -1,0 +1,101 @@
+/*
+ * view.c - a memory image of a logical file for a caller that maps the base
+ * file privately (the interposer's mmap): the image shows the base file as
+ * it is below some offset, and only the blocks whose newest content lives
+ * elsewhere -- the log, a spilled record, the open transaction, the fenced
+ * block 0 -- are copied in.  The base below its limit is the committed file
+ * for every block the log does not hold, so those copies are all it takes,
+ * and a mapping of a large database costs what the log holds, not its size.
+ */
+#include <string.h>
+
+#include "engine.h"
+
+uint64_t alex_view_plain(const alex_db *db, enum alex_file f)
+{
+	if (!alex_file_ok(f) || db->base_fd[f] < 0)
+		return 0;
+	return db->limit[f];
+}
+
+uint64_t alex_view_gen(const alex_db *db)
+{
+	return db->view_gen;
+}
+
+int alex_view_fd(const alex_db *db, enum alex_file f)
+{
+	return alex_file_ok(f) ? db->base_fd[f] : -1;
+}
+
+/* Block blk's newest content into img at its offset, cut at end. */
+static int put_block(alex_db *db, unsigned f, uint8_t *img, uint64_t blk, uint64_t end)
+{
+	uint64_t off = blk << ALEX_BLOCK_SHIFT;
+	uint8_t *tmp = db->scratch + ALEX_BLOCK;
+
+	if (off >= end)
+		return 0;
+	size_t n = end - off < ALEX_BLOCK ? (size_t)(end - off) : ALEX_BLOCK;
+	int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
+	if (slot >= 0) {
+		memcpy(img + off, alex_col_slot(&db->col, (uint32_t)slot), n);
+		return 0;
+	}
+	if (n == ALEX_BLOCK)
+		return alex_block_load(db, f, blk, img + off);
+	int err = alex_block_load(db, f, blk, tmp);
+	if (!err)
+		memcpy(img + off, tmp, n);
+	return err;
+}
+
+/* Every block of f in [first, past) that table m holds. */
+static int put_held(alex_db *db, unsigned f, const struct alex_map *m, uint8_t *img,
+		    uint64_t first, uint64_t past, uint64_t end)
+{
+	for (size_t i = 0; i < m->cap; i++) {
+		uint64_t key = m->keys[i], blk;
+		if (!key || alex_key_file(key) != f)
+			continue;
+		blk = alex_key_block(key);
+		if (blk >= first && blk < past) {
+			int err = put_block(db, f, img, blk, end);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, uint64_t from,
+		   uint64_t to)
+{
+	if (!alex_file_ok(f))
+		return ALEX_EINVAL;
+	if (db->failed)
+		return ALEX_EFAILED;
+	/* nothing past the logical end: the image is zeros there */
+	uint64_t end = to < db->size[f] ? to : db->size[f];
+	uint64_t first = from >> ALEX_BLOCK_SHIFT;
+	uint64_t past = (end + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
+	uint64_t plain_blk = plain >> ALEX_BLOCK_SHIFT; /* whole base blocks below */
+	int err = 0;
+
+	if (first >= past)
+		return 0;
+	/* the base past plain (the caller's anonymous part) up to its limit */
+	uint64_t lim_blk = (db->limit[f] + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
+	for (uint64_t b = first > plain_blk ? first : plain_blk; b < past && b < lim_blk && !err; b++)
+		err = put_block(db, f, img, b, end);
+	/* block 0 of the database: the base's may carry the fence */
+	if (!err && f == ALEX_FILE_DB && first == 0 && plain_blk > 0)
+		err = put_block(db, f, img, 0, end);
+	if (!err)
+		err = put_held(db, f, &db->map, img, first, past, end);
+	if (!err)
+		err = put_held(db, f, &db->pending, img, first, past, end);
+	if (!err)
+		err = put_held(db, f, &db->col.index, img, first, past, end);
+	return err;
+}
