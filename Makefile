@@ -194,6 +194,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) perms tests/preload/perms.sh $(B)
 	@$(RUN_TEST) rest tests/preload/rest.sh $(B)
 	@$(RUN_TEST) wal_openers tests/preload/wal_openers.sh $(B)
+	@$(RUN_TEST) mmap tests/preload/mmap.sh $(B)
 	@$(RUN_TEST) multidb tests/preload/multidb.sh $(B)
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex

@@ -48,7 +48,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-#define ALEX_MAPS 64
+#define ALEX_MAPS 256
 #define RW (PROT_READ | PROT_WRITE)
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED)
 
@@ -229,17 +229,20 @@ static void shrink(struct dbmap *m, size_t at)
 }
 
 /*
- * SQLite unmaps a whole mapping, or the part past a truncation.  A range
- * that also covers other memory is passed on whole after ALEX's part of it
- * is gone.
+ * SQLite unmaps a whole mapping, or the part past a truncation.  What a
+ * range covers besides (before the mapping, past its reservation) is the
+ * caller's, and unmapped too.
  */
 int alex_mmap_unmap(void *addr, size_t len, int *ret)
 {
 	uint8_t *a = addr, *end = a + (len ? len : 1);
 	struct pdb *gone[ALEX_MAPS];
+	uint8_t *last = a; /* where the caller's part past ours begins */
 	int ngone = 0, ours = 0, beyond = 0;
 
 	*ret = 0;
+	if (!len)
+		return 0;
 	pthread_mutex_lock(&maps_mu);
 	for (int i = 0; i < ALEX_MAPS; i++) {
 		struct dbmap *m = &maps[i];
@@ -250,7 +253,11 @@ int alex_mmap_unmap(void *addr, size_t len, int *ret)
 		pthread_mutex_lock(&db->mu);
 		if (a <= m->addr) {
 			REAL(munmap)(m->addr, m->cap);
-			beyond |= a < m->addr || end > m->addr + m->cap;
+			if (a < m->addr)
+				*ret |= REAL(munmap)(a, (size_t)(m->addr - a));
+			beyond |= end > m->addr + m->cap;
+			if (m->addr + m->cap > last)
+				last = m->addr + m->cap;
 			__atomic_store_n(&m->db, NULL, __ATOMIC_RELEASE);
 			db->maps--;
 			__atomic_sub_fetch(&alex_mmap_live, 1, __ATOMIC_RELEASE);
@@ -261,11 +268,13 @@ int alex_mmap_unmap(void *addr, size_t len, int *ret)
 		} else {
 			shrink(m, (size_t)(a - m->addr));
 			beyond |= end > m->addr + m->cap;
+			if (m->addr + m->cap > last)
+				last = m->addr + m->cap;
 		}
 		pthread_mutex_unlock(&db->mu);
 	}
 	if (beyond && *ret == 0)
-		*ret = REAL(munmap)(addr, len);
+		*ret = REAL(munmap)(last, (size_t)(end - last));
 	pthread_mutex_unlock(&maps_mu);
 	for (int i = 0; i < ngone; i++)
 		alex_pdb_put(gone[i]);
