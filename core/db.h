@@ -127,6 +127,9 @@ struct alex_db {
 
 	uint64_t view_gen;        /* moves when a catch-up may have changed the
 				     view from outside this engine (view.c) */
+	uint64_t base_stamp;      /* the database file's size and header as last
+				     read (protect.c): with nothing in the log,
+				     a program without ALEX changed it if this did */
 	struct alex_stats st;
 };
 

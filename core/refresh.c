@@ -77,16 +77,16 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	if (force || !db->epoch_live || !db->epoch_commits || db->doubt ||
 	    !alex_shm_unchanged(db)) {
 		struct alex_loghdr was = db->hdr;
-		uint64_t lsn = db->next_lsn;
+		uint64_t lsn = db->next_lsn, stamp = db->base_stamp;
 		alex_shm_look_begin(db, &look);
 		err = reload_log(db, force, may_abort);
 		alex_shm_look_end(db, &look, err);
 		if (err)
 			return err;
 		/* what another process (or, with nothing in the log, a program
-		 * without ALEX) may have changed: a memory image of the view
-		 * must be made again (view.c) */
-		if (force || !db->epoch_commits || db->next_lsn != lsn || db->hdr.epoch != was.epoch ||
+		 * without ALEX: the file's header or size then changed) may have
+		 * changed: a memory image of the view must be made again */
+		if (force || db->base_stamp != stamp || db->next_lsn != lsn || db->hdr.epoch != was.epoch ||
 		    db->hdr.salt != was.salt || memcmp(db->hdr.uuid, was.uuid, 16) != 0)
 			db->view_gen++;
 	} else {

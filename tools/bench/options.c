@@ -30,7 +30,20 @@ static const struct bench_mode builtin[] = {
 	 * bench.trace in the run's directory); only when named */
 	{ "naive-trace", "delete", "full", "", "ALEX_MODE=trace;ALEX_TRACE=bench.trace" },
 	{ "alex-trace", "delete", "full", "", "ALEX_SYNC=full;ALEX_TRACE=bench.trace" },
+	/* SQLite reading through a mapping (PRAGMA mmap_size), without and
+	 * under ALEX; and the tuned pragmas under ALEX; only when named */
+	{ "naive-mmap", "delete", "full", "pragma mmap_size=536870912;", NULL },
+	{ "alex-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=full" },
+	{ "alex-normal-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=normal" },
+	{ "alex-tuned", "wal", "normal",
+	  "pragma mmap_size=536870912; pragma locking_mode=exclusive; "
+	  "pragma cache_size=-131072; pragma temp_store=memory;", "ALEX_SYNC=normal" },
 };
+/* the modes "all" leaves out: named ones only */
+static int named_only(const char *name)
+{
+	return strstr(name, "-trace") || strstr(name, "-mmap") || strcmp(name, "alex-tuned") == 0;
+}
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
 static const char *const workload_names[BENCH_NWORKLOADS] = { "insert", "mixed", "leviora",
@@ -70,6 +83,7 @@ static void usage(FILE *f)
 		   "                  [--no-probe] [--no-plots] [--lib PATH] [--seed S] [--strace]\n"
 		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal alex-keep all,\n"
 		   "       naive-trace alex-trace (traced into bench.trace; not in all),\n"
+		   "       naive-mmap alex-mmap alex-normal-mmap alex-tuned (PRAGMA mmap_size; not in all),\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
 
@@ -135,7 +149,7 @@ static int parse_modes(struct bench_opts *o)
 		if (strcmp(t, "all") == 0) {
 			for (size_t i = 0; i < NBUILTIN && o->nm < BENCH_MAXMODES; i++)
 				if ((o->with_short || strcmp(builtin[i].name, "alex-keep")) &&
-				    !strstr(builtin[i].name, "-trace"))
+				    !named_only(builtin[i].name))
 					o->modes[o->nm++] = builtin[i];
 		} else if (b) {
 			o->modes[o->nm++] = *b;
