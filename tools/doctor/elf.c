@@ -27,8 +27,8 @@ const char *const dr_hooked[] = {
 	"__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "statx", "ftruncate",
 	"ftruncate64", "truncate", "truncate64", "fallocate", "fallocate64",
 	"posix_fallocate", "posix_fallocate64", "fsync", "fdatasync", "sync_file_range",
-	"mmap", "mmap64", "fchown", "unlink", "unlinkat", "rename", "renameat", "renameat2",
-	"access", "faccessat", "fclose", "closefrom", "closedir", "execve", "execv", "execvp",
+	"mmap", "mmap64", "munmap", "mremap", "fchown", "unlink", "unlinkat", "rename",
+	"renameat", "renameat2", "access", "faccessat", "fclose", "closefrom", "closedir", "execve", "execv", "execvp",
 	"execvpe", "fexecve", "_exit", "_Exit", "vfork", NULL
 };
 
