@@ -98,7 +98,7 @@ static int reserve(uint8_t *at, size_t len)
 	return p == MAP_FAILED ? errno : 0;
 }
 
-/* db's next mapping slot, under both locks (i from -1). */
+/* db's next mapping slot (i from -1), under db->mu. */
 static struct dbmap *next_of(struct pdb *db, int *i)
 {
 	while (++*i < ALEX_MAPS)
@@ -106,6 +106,11 @@ static struct dbmap *next_of(struct pdb *db, int *i)
 			return &maps[*i];
 	return NULL;
 }
+
+/* Each of db's mappings m, under db->mu: the walk ends at the last one
+ * (db->maps), not at the end of the table -- it runs at every write. */
+#define EACH_MAP(db, m) \
+	for (int i_ = -1, left_ = (db)->maps; left_ > 0 && ((m) = next_of((db), &i_)); left_--)
 
 /* Lays [0, span) at a afresh: the base file privately below what it holds
  * as it is, anonymous above, and the engine's blocks copied in. */
@@ -356,7 +361,7 @@ int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void *
 void alex_mmap_wrote(struct pdb *db, const void *buf, size_t len, uint64_t off)
 {
 	struct dbmap *m;
-	for (int i = -1; (m = next_of(db, &i));)
+	EACH_MAP(db, m)
 		if (!m->shared && off < m->span)
 			memcpy(m->addr + off, buf, len < m->span - off ? len : m->span - off);
 }
@@ -364,7 +369,7 @@ void alex_mmap_wrote(struct pdb *db, const void *buf, size_t len, uint64_t off)
 void alex_mmap_cut(struct pdb *db, uint64_t size)
 {
 	struct dbmap *m;
-	for (int i = -1; (m = next_of(db, &i));) {
+	EACH_MAP(db, m) {
 		if (m->shared || size >= m->span)
 			continue;
 		/* past the end the file reads as zeros, should it grow again */
@@ -390,7 +395,7 @@ void alex_mmap_follow(struct pdb *db)
 {
 	struct dbmap *m;
 
-	for (int i = -1; (m = next_of(db, &i));) {
+	EACH_MAP(db, m) {
 		if (m->shared || m->gen == alex_view_gen(db->eng))
 			continue;
 		int err = relay(db, m);
@@ -409,7 +414,9 @@ int alex_mmap_direct(struct pdb *db, int on)
 	int fd = alex_view_fd(db->eng, ALEX_FILE_DB), err = 0;
 	struct dbmap *m;
 
-	for (int i = -1; !err && (m = next_of(db, &i));) {
+	EACH_MAP(db, m) {
+		if (err)
+			break;
 		if (m->shared == on)
 			continue;
 		if (on) {
@@ -443,7 +450,9 @@ void alex_mmap_check(struct pdb *db, const char *where)
 
 	if (on < 0)
 		on = getenv("ALEX_TEST_MMAP_CHECK") != NULL;
-	for (int i = -1; on && (m = next_of(db, &i));) {
+	EACH_MAP(db, m) {
+		if (!on)
+			break;
 		for (size_t off = 0; !m->shared && off < m->span; off += sizeof buf) {
 			size_t got = 0;
 			memset(buf, 0, sizeof buf);
