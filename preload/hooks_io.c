@@ -438,9 +438,12 @@ ALEX_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, of
  * call pays one load while no such mapping exists. */
 ALEX_EXPORT int munmap(void *addr, size_t len)
 {
-	int r;
-	if (__atomic_load_n(&alex_mmap_live, __ATOMIC_ACQUIRE) && alex_mmap_unmap(addr, len, &r))
+	int r, saved = errno;
+	if (__atomic_load_n(&alex_mmap_live, __ATOMIC_ACQUIRE) && alex_mmap_unmap(addr, len, &r)) {
+		if (r == 0)
+			errno = saved; /* a last reference may have closed an engine */
 		return r;
+	}
 	return REAL(munmap)(addr, len);
 }
 
@@ -453,8 +456,12 @@ ALEX_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
 		to = va_arg(ap, void *);
 		va_end(ap);
 	}
+	int saved = errno;
 	if (__atomic_load_n(&alex_mmap_live, __ATOMIC_ACQUIRE) &&
-	    alex_mmap_remap(old, old_len, new_len, flags, &r))
+	    alex_mmap_remap(old, old_len, new_len, flags, &r)) {
+		if (r != MAP_FAILED)
+			errno = saved;
 		return r;
+	}
 	return REAL(mremap)(old, old_len, new_len, flags, to);
 }

@@ -358,6 +358,22 @@ int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void *
 	return 1;
 }
 
+/* fork(): the table is whole in the child, and its lock free (taken before
+ * the registry's own fork handler takes the databases' locks: the order is
+ * maps_mu, then a database's mu) */
+static void lock_table(void)
+{
+	pthread_mutex_lock(&maps_mu);
+}
+static void unlock_table(void)
+{
+	pthread_mutex_unlock(&maps_mu);
+}
+void alex_mmap_atfork(void)
+{
+	pthread_atfork(lock_table, unlock_table, unlock_table);
+}
+
 void alex_mmap_wrote(struct pdb *db, const void *buf, size_t len, uint64_t off)
 {
 	struct dbmap *m;

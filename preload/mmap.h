@@ -24,6 +24,10 @@ void *alex_mmap_map(struct pdb *db, int fd, size_t len, int prot, int flags, off
 int alex_mmap_unmap(void *addr, size_t len, int *ret);
 int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void **ret);
 
+/* Registers the fork handlers; after alex_pdb_atfork, so that the table's
+ * lock is taken first (the constructor calls it). */
+void alex_mmap_atfork(void);
+
 /* Under db->mu, for db's mappings, as the kernel's page cache would: */
 /* the process wrote len bytes at off of the logical file */
 void alex_mmap_wrote(struct pdb *db, const void *buf, size_t len, uint64_t off);

@@ -140,6 +140,37 @@ sqlite3 "$tmp/plain.db" "create table t(id integer primary key, v);
 out=$(ALEX_TEST_MMAP_CHECK=1 LD_PRELOAD=$tlib python3 "$tmp/plain.py" "$tmp/plain.db" 2>&1)
 [ "$out" = ok ] && ok || bad "plain-writer: $out"
 
+# fork: a child maps, writes and closes a database of its own connection
+# while the parent's mapping lives; both see every row
+cat >"$tmp/fork.py" <<'EOF'
+import os, sqlite3, sys
+db = sys.argv[1]
+c = sqlite3.connect(db, isolation_level=None)
+c.execute('pragma mmap_size=268435456')
+c.execute('create table t(x)')
+rows = lambda n, ch: "with recursive s(i) as (select 1 union all select i + 1 from s where " \
+    "i < %d) insert into t select printf('%%.*c', 300, '%s') from s" % (n, ch)
+c.execute(rows(500, 'a'))
+for r in range(3):
+    pid = os.fork()
+    if pid == 0:
+        d = sqlite3.connect(db, isolation_level=None)
+        d.execute('pragma mmap_size=268435456')
+        d.execute(rows(200, 'b'))
+        n = d.execute('select count(*) from t').fetchone()[0]
+        d.close()
+        os._exit(0 if n == 700 + 300 * r else 1)
+    if os.waitpid(pid, 0)[1] != 0:
+        print('child', r, 'failed'); sys.exit(1)
+    c.execute(rows(100, 'c'))
+    n = c.execute('select count(*) from t').fetchone()[0]
+    if n != 800 + 300 * r:
+        print('parent read', n, 'in round', r); sys.exit(1)
+print(c.execute('pragma integrity_check').fetchone()[0])
+EOF
+out=$(ALEX_TEST_MMAP_CHECK=1 LD_PRELOAD=$tlib python3 "$tmp/fork.py" "$tmp/fork.db" 2>&1)
+[ "$out" = ok ] && ok || bad "fork: $out"
+
 # ---- SQLite's own test programs ------------------------------------------
 if "$here/../../tools/sqlite-tests" "$B/sqlite-tests" >"$tmp/st.log" 2>&1; then
 	mp=$B/sqlite-tests
