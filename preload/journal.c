@@ -50,9 +50,11 @@ static int room(struct alex_jmem *j, uint64_t n)
 	while (cap < n)
 		cap *= 2;
 	/* mremap moves pages, never copies them: a large transaction's
-	 * journal grows at no cost per byte */
-	void *p = j->data ? mremap(j->data, j->cap, cap, MREMAP_MAYMOVE)
-			  : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	 * journal grows at no cost per byte.  The real calls: the hooks would
+	 * take mmap.c's table lock, which comes before db->mu, held here */
+	void *p = j->data ? REAL(mremap)(j->data, j->cap, cap, MREMAP_MAYMOVE)
+			  : REAL(mmap)(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
 	if (p == MAP_FAILED)
 		return ENOMEM;
 	j->data = p;
@@ -75,7 +77,7 @@ static int resize(struct alex_jmem *j, uint64_t n)
 static void give_back(struct alex_jmem *j)
 {
 	if (j->data)
-		munmap(j->data, j->cap);
+		REAL(munmap)(j->data, j->cap);
 	j->data = NULL;
 	j->cap = 0;
 }
