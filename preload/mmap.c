@@ -407,22 +407,25 @@ void alex_mmap_cut(struct pdb *db, uint64_t size)
  * them within a base file another process may have shortened (a page past
  * its end would be SIGBUS).
  */
-void alex_mmap_follow(struct pdb *db)
+int alex_mmap_follow(struct pdb *db)
 {
 	struct dbmap *m;
+	int first = 0;
 
 	EACH_MAP(db, m) {
 		if (m->shared || m->gen == alex_view_gen(db->eng))
 			continue;
 		int err = relay(db, m);
 		if (err) {
-			/* nothing stale may be read: the pages go, SQLite's next
-			 * access faults (an I/O error cannot be given here) */
+			/* nothing stale may be read: the pages go until a later
+			 * catch-up lays them (the lock fails meanwhile) */
 			reserve(m->addr, m->span);
 			alex_msg(ALEX_MSG_ERROR, "%s: a memory mapping could not follow other "
 				 "processes' commits: %s", db->path, strerror(err));
+			first = first ? first : err;
 		}
 	}
+	return first;
 }
 
 int alex_mmap_direct(struct pdb *db, int on)

@@ -33,8 +33,9 @@ void alex_mmap_atfork(void);
 void alex_mmap_wrote(struct pdb *db, const void *buf, size_t len, uint64_t off);
 /* the logical file was cut to size */
 void alex_mmap_cut(struct pdb *db, uint64_t size);
-/* the engine caught up with other processes (alex_refresh) */
-void alex_mmap_follow(struct pdb *db);
+/* the engine caught up with other processes (alex_refresh): 0, or the
+ * errno of a mapping that could not be laid again (it shows nothing) */
+int alex_mmap_follow(struct pdb *db);
 /* WAL mode begins (on): the mappings become shared mappings of the file,
  * which SQLite writes itself; or ends: private ones kept by the engine.
  * 0 or an errno. */

@@ -336,9 +336,11 @@ int alex_serve_lock_shared(struct pdb *db)
 
 	ALEX_COUNT(refreshes, 1);
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_refresh(db->eng, 1);
-	if (!rc && db->maps)
-		alex_mmap_follow(db);
+	int rc = alex_refresh(db->eng, 1), merr = 0;
+	/* a mapping that cannot show the commits must not be read: the lock
+	 * fails (SQLite: an I/O error), and the next one tries again */
+	if (!rc && db->maps && (merr = alex_mmap_follow(db)))
+		rc = merr; /* an errno, passed on */
 	ALEX_MMAP_CHECK(db, "a catch-up");
 	if (!rc && db->ref_check && !alex_in_doubt(db->eng)) {
 		alex_multidb_cleanup(db);
@@ -349,7 +351,7 @@ int alex_serve_lock_shared(struct pdb *db)
 	if (!rc && !alex_in_doubt(db->eng))
 		__atomic_store_n(&db->fresh, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&db->mu);
-	if (rc)
+	if (rc && !merr)
 		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' commits: %s", db->path,
 			 alex_strerror(rc));
 	return answer(rc, saved);
