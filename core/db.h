@@ -130,6 +130,9 @@ struct alex_db {
 	uint64_t base_stamp;      /* the database file's size and header as last
 				     read (protect.c): with nothing in the log,
 				     a program without ALEX changed it if this did */
+	int base_markable;        /* ... and it was an SQLite database without a
+				     mark, which any fenced epoch would put there
+				     before its first record (refresh.c) */
 	struct alex_stats st;
 };
 

@@ -118,6 +118,7 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 
 	memset(&db->mark, 0, sizeof db->mark);
 	db->base_stamp = *size;
+	db->base_markable = 0;
 	if (db->base_fd[ALEX_FILE_DB] < 0 || *size == 0)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], h, HDR, 0, &got)))
@@ -125,6 +126,7 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 	/* SQLite changes the header's change counter at every commit */
 	db->base_stamp ^= (uint64_t)alex_crc32c(0, h, got) << 32;
 	read_mark(h, got, *size, &db->mark);
+	db->base_markable = alex_protect_markable(h, got); /* so: no mark */
 	if (db->mark.kind == ALEX_MARK_PLACEHOLDER || db->mark.kind == ALEX_MARK_TORN)
 		*size = 0; /* nothing of it is database content */
 	return 0;

@@ -40,6 +40,17 @@ static int reload_log(alex_db *db, int force, int may_abort)
 	struct alex_loghdr h;
 	int changed, err;
 
+	/* No log here, and the database file is an SQLite database without a
+	 * mark: no log can hold a commit (a fenced epoch's first record follows
+	 * its mark on the file, and a checkpoint takes the mark off only once
+	 * the file holds everything), so whether a log has appeared need not be
+	 * asked (an faccessat per transaction): the file is the whole truth. */
+	if (!force && db->log_fd < 0 && db->cfg.protect_base) {
+		if ((err = alex_bases_open(db)))
+			return err;
+		if (db->base_markable)
+			return 0;
+	}
 	if ((err = alex_log_changed(db, &changed)))
 		return err;
 	if (changed && (err = alex_log_reopen(db)))

@@ -178,5 +178,30 @@ ok = c.execute("pragma integrity_check").fetchone()[0]
 c.execute("insert into t values(5)")
 print(a, b, ok, c.execute("select count(*) from t").fetchone()[0])'
 
+# a reader with no log of its own asks no more whether a log appeared while
+# the file carries no mark (refresh.c): another process's log and commits
+# must still reach it, with that writer open (the log holds pages, the file
+# is fenced) and after its last close (the log checkpointed and removed)
+scenario reader-sees-new-log "0 10 10 ok 12" '
+import os, subprocess, sqlite3, sys
+db = sys.argv[1] + "/x.db"
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run(["sqlite3", db, "create table t(x)"], env=plain, check=True)
+r = sqlite3.connect(db, isolation_level=None)  # reads only: no log of its own
+a = r.execute("select count(*) from t").fetchone()[0]
+w = subprocess.Popen([sys.executable, "-c", """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(10): c.execute("insert into t values(?)", (i,))
+print("in", flush=True); sys.stdin.readline()
+c.execute("insert into t values(10)"); c.execute("insert into t values(11)")
+""", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+w.stdout.readline()
+b = r.execute("select count(*) from t").fetchone()[0]
+c = r.execute("select count(*) from t").fetchone()[0]
+w.stdin.write("go\n"); w.stdin.flush(); w.wait()
+ok = r.execute("pragma integrity_check").fetchone()[0]
+print(a, b, c, ok, r.execute("select count(*) from t").fetchone()[0])'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
