@@ -133,6 +133,9 @@ struct alex_db {
 	int base_markable;        /* ... and it was an SQLite database without a
 				     mark, which any fenced epoch would put there
 				     before its first record (refresh.c) */
+	int nolog_seen;           /* the last catch-up looked for a log and found
+				     none, with the file's stamp then: */
+	uint64_t nolog_stamp;
 	struct alex_stats st;
 };
 

@@ -40,19 +40,27 @@ static int reload_log(alex_db *db, int force, int may_abort)
 	struct alex_loghdr h;
 	int changed, err;
 
-	/* No log here, and the database file is an SQLite database without a
-	 * mark: no log can hold a commit (a fenced epoch's first record follows
-	 * its mark on the file, and a checkpoint takes the mark off only once
-	 * the file holds everything), so whether a log has appeared need not be
-	 * asked (an faccessat per transaction): the file is the whole truth. */
+	/* No log here when this engine last looked, and the database file's
+	 * header and size are as they were then, an SQLite header without a
+	 * mark: no log can have begun to hold a commit since (a fenced epoch's
+	 * first record follows its mark on the file), so whether a log has
+	 * appeared need not be asked again (an faccessat per transaction).
+	 * "As they were" matters: an epoch that is not fenced (a header
+	 * alex_protect_markable refuses) leaves no mark, and its checkpoint cut
+	 * short leaves a markable header over a half-copied file while the
+	 * log keeps the commits (review) -- but that header is new. */
+	int probed = 0;
 	if (!force && db->log_fd < 0 && db->cfg.protect_base) {
 		if ((err = alex_bases_open(db)))
 			return err;
-		if (db->base_markable)
+		probed = 1;
+		if (db->base_markable && db->nolog_seen && db->base_stamp == db->nolog_stamp)
 			return 0;
 	}
 	if ((err = alex_log_changed(db, &changed)))
 		return err;
+	db->nolog_seen = probed && !changed;
+	db->nolog_stamp = db->base_stamp;
 	if (changed && (err = alex_log_reopen(db)))
 		return err;
 	if (force || changed)
