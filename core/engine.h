@@ -26,6 +26,10 @@ int alex_bases_open(struct alex_db *db);
 /* read.c: the committed-or-spilled content of a block, ignoring the
  * collector. */
 int alex_block_load(struct alex_db *db, unsigned f, uint64_t blk, uint8_t *out);
+/* read.c: bytes [in, in + n) of the block's newest content, the open
+ * transaction's included, into dst. */
+int alex_block_copy(struct alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n,
+		    uint8_t *dst);
 /* Page 1 as a committed record holds it at loc: kept decoded (read.c). */
 void alex_page1_keep(struct alex_db *db, const struct alex_loc *loc, const uint8_t *img);
 

@@ -65,10 +65,28 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	return 0;
 }
 
+int alex_block_copy(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, uint8_t *dst)
+{
+	uint8_t *tmp = db->scratch + ALEX_BLOCK;
+	int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
+	int err;
+
+	if (slot >= 0) {
+		memcpy(dst, alex_col_slot(&db->col, (uint32_t)slot) + in, n);
+		return 0;
+	}
+	if (n == ALEX_BLOCK)
+		return alex_block_load(db, f, blk, dst);
+	if ((err = alex_block_load(db, f, blk, tmp)))
+		return err;
+	memcpy(dst, tmp + in, n);
+	return 0;
+}
+
 static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off,
 		     size_t *got)
 {
-	uint8_t *dst = buf, *tmp = db->scratch + ALEX_BLOCK;
+	uint8_t *dst = buf;
 	size_t done = 0;
 	int err;
 
@@ -83,18 +101,9 @@ static int read_once(alex_db *db, enum alex_file f, void *buf, size_t len, uint6
 		uint64_t pos = off + done, blk = pos >> ALEX_BLOCK_SHIFT;
 		size_t in = (size_t)(pos & (ALEX_BLOCK - 1));
 		size_t n = ALEX_BLOCK - in < len - done ? ALEX_BLOCK - in : len - done;
-		int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
 
-		if (slot >= 0) {
-			memcpy(dst + done, alex_col_slot(&db->col, (uint32_t)slot) + in, n);
-		} else if (n == ALEX_BLOCK) {
-			if ((err = alex_block_load(db, f, blk, dst + done)))
-				return err;
-		} else {
-			if ((err = alex_block_load(db, f, blk, tmp)))
-				return err;
-			memcpy(dst + done, tmp + in, n);
-		}
+		if ((err = alex_block_copy(db, f, blk, in, n, dst + done)))
+			return err;
 		done += n;
 	}
 	db->st.reads++;

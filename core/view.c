@@ -32,22 +32,11 @@ int alex_view_fd(const alex_db *db, enum alex_file f)
 static int put_block(alex_db *db, unsigned f, uint8_t *img, uint64_t blk, uint64_t end)
 {
 	uint64_t off = blk << ALEX_BLOCK_SHIFT;
-	uint8_t *tmp = db->scratch + ALEX_BLOCK;
 
 	if (off >= end)
 		return 0;
 	size_t n = end - off < ALEX_BLOCK ? (size_t)(end - off) : ALEX_BLOCK;
-	int64_t slot = alex_col_find(&db->col, alex_key(f, blk));
-	if (slot >= 0) {
-		memcpy(img + off, alex_col_slot(&db->col, (uint32_t)slot), n);
-		return 0;
-	}
-	if (n == ALEX_BLOCK)
-		return alex_block_load(db, f, blk, img + off);
-	int err = alex_block_load(db, f, blk, tmp);
-	if (!err)
-		memcpy(img + off, tmp, n);
-	return err;
+	return alex_block_copy(db, f, blk, 0, n, img + off);
 }
 
 /* Every block of f in [first, past) that table m holds. */
@@ -84,6 +73,13 @@ int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, 
 
 	if (first >= past)
 		return 0;
+	/* a range past plain (a mapping that grows) smaller than the tables:
+	 * each of its blocks looked up, not the tables walked */
+	if (first >= plain_blk && past - first <= db->map.cap + db->pending.cap + db->col.index.cap) {
+		for (uint64_t b = first; b < past && !err; b++)
+			err = put_block(db, f, img, b, end);
+		return err;
+	}
 	/* the base past plain (the caller's anonymous part) up to its limit */
 	uint64_t lim_blk = (db->limit[f] + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
 	for (uint64_t b = first > plain_blk ? first : plain_blk; b < past && b < lim_blk && !err; b++)

@@ -9,9 +9,9 @@
  * base file with the blocks the engine holds elsewhere copied over it (the
  * log's, the open transaction's, block 0 without its fence: view.c), and
  * copies each of the process's writes into it as the engine takes them.
- * Other processes' commits change page 1's change counter, and SQLite
- * unmaps and maps again when it sees that (pagerSharedLock), as it must for
- * a file another process truncated: nothing of theirs is copied here.
+ * Other processes' commits: SQLite reads page 1's change counter through
+ * the mapping (unixRead) before it would unmap, so the mapping is laid
+ * afresh when a catch-up brought in outside changes (alex_mmap_follow).
  *
  * Layout of one mapping: [0, plain) the base file, private (its untouched
  * pages are the page cache's); [plain, span) anonymous; [span, cap)
@@ -210,16 +210,11 @@ void *alex_mmap_map(struct pdb *db, int fd, size_t len, int prot, int flags, off
 	return tmp.addr;
 }
 
-/* The slot whose reservation [addr, addr + cap) meets [a, a + len), under
+/* Does slot m's reservation [addr, addr + cap) meet [a, end)?  Under
  * maps_mu. */
-static struct dbmap *find(const uint8_t *a, size_t len)
+static int meets(const struct dbmap *m, const uint8_t *a, const uint8_t *end)
 {
-	for (int i = 0; i < ALEX_MAPS; i++) {
-		struct dbmap *m = &maps[i];
-		if (m->db && a < m->addr + m->cap && m->addr < a + (len ? len : 1))
-			return m;
-	}
-	return NULL;
+	return m->db && a < m->addr + m->cap && m->addr < end;
 }
 
 /* [at, span) goes back to the reservation. */
@@ -252,7 +247,7 @@ int alex_mmap_unmap(void *addr, size_t len, int *ret)
 	for (int i = 0; i < ALEX_MAPS; i++) {
 		struct dbmap *m = &maps[i];
 		struct pdb *db = m->db;
-		if (!db || !(a < m->addr + m->cap && m->addr < end))
+		if (!meets(m, a, end))
 			continue;
 		ours = 1;
 		pthread_mutex_lock(&db->mu);
@@ -337,8 +332,10 @@ static void *remap_private(struct pdb *db, struct dbmap *m, size_t new_len, int 
 int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void **ret)
 {
 	(void)old_len; /* the mapping's own length is known */
+	struct dbmap *m = NULL;
 	pthread_mutex_lock(&maps_mu);
-	struct dbmap *m = find(old, 1);
+	for (int i = 0; i < ALEX_MAPS && !m; i++)
+		m = meets(&maps[i], old, (uint8_t *)old + 1) ? &maps[i] : NULL;
 	if (!m) {
 		pthread_mutex_unlock(&maps_mu);
 		return 0;
@@ -434,8 +431,6 @@ int alex_mmap_direct(struct pdb *db, int on)
 	struct dbmap *m;
 
 	EACH_MAP(db, m) {
-		if (err)
-			break;
 		if (m->shared == on)
 			continue;
 		if (on) {
@@ -449,8 +444,9 @@ int alex_mmap_direct(struct pdb *db, int on)
 		} else {
 			err = relay(db, m);
 		}
-		if (!err)
-			m->shared = on;
+		if (err)
+			break;
+		m->shared = on;
 	}
 	return err;
 }
@@ -469,9 +465,9 @@ void alex_mmap_check(struct pdb *db, const char *where)
 
 	if (on < 0)
 		on = getenv("ALEX_TEST_MMAP_CHECK") != NULL;
+	if (!on)
+		return;
 	EACH_MAP(db, m) {
-		if (!on)
-			break;
 		for (size_t off = 0; !m->shared && off < m->span; off += sizeof buf) {
 			size_t got = 0;
 			memset(buf, 0, sizeof buf);

@@ -41,7 +41,8 @@ int fcntl64(int, int, ...);
 	X(__xstat64) X(__fxstat) X(__fxstat64) X(__lxstat) X(__lxstat64) X(__fxstatat)            \
 	X(__fxstatat64) X(statx) X(ftruncate) X(ftruncate64) X(truncate) X(truncate64)            \
 	X(fallocate) X(fallocate64) X(posix_fallocate) X(posix_fallocate64) X(fsync)              \
-	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(munmap) X(mremap) X(unlink) X(unlinkat) X(rename)         \
+	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(munmap) X(mremap) X(unlink)          \
+	X(unlinkat) X(rename)                                                                      \
 	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom) X(fchown) \
 	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)
 
