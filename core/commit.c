@@ -160,7 +160,7 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	 * SQLite writes it directly (its WAL and its checkpoints), and programs
 	 * without ALEX read it through the WAL, where no mark can reach them.
 	 * A failure is counted; libalex.so then refuses the WAL (docs/PRELOAD.md). */
-	if ((to_wal || db->append_off - ALEX_LOG_DATA >= ckpt_threshold(db)) && alex_ckpt_run(db))
+	if ((to_wal || db->append_off - alex_data_off(db) >= ckpt_threshold(db)) && alex_ckpt_run(db))
 		db->st.checkpoint_failures++;
 	return 0;
 }

@@ -139,4 +139,11 @@ struct alex_db {
 	struct alex_stats st;
 };
 
+/* Where the current epoch's records begin (format.h: data_off); no log,
+ * no header: where a new log's would. */
+static inline uint64_t alex_data_off(const struct alex_db *db)
+{
+	return db->hdr.data_off ? db->hdr.data_off : ALEX_LOG_DATA;
+}
+
 #endif

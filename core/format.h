@@ -10,10 +10,13 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_VERSION (3; formats 1 and 2 are read too).
- *                       GAP blocks are written only in a version-3 log; a
- *                       reader that knows only 2 refuses such a log whole
- *                       (below) instead of taking its records for damage
+ *     8   4  version    ALEX_FORMAT_VERSION (4; formats 1 to 3 are read too).
+ *                       GAP blocks are written only in a log of version 3
+ *                       or later; a reader that knows only 2 refuses such a
+ *                       log whole (below) instead of taking its records for
+ *                       damage.  Version 4 adds data_off: a reader that
+ *                       knows only 3 would look for the epoch's records in
+ *                       the wrong place, and refuses it
  *    12   4  block_size 4096
  *    16  16  uuid       random, fixed at creation: names this log
  *    32   8  epoch      >= 1, +1 at every checkpoint
@@ -24,13 +27,24 @@
  *                       epoch's fence before its first COMMIT record; the
  *                       records count only while the file carries that fence
  *                       (protect.c); never set in format 1
- *    56   4  base_crc   crc32c of bytes 64..163 (0 without BASE)
+ *    56   4  base_crc   crc32c of bytes 64..163 (0 without BASE); in
+ *                       version 4, of bytes 64..171
  *    60   4  crc        crc32c of bytes 0..59
  *    64 100  base       the database file's first 100 bytes when the epoch's
  *                       first record was written (byte 19 unmarked; zeros
  *                       for an empty file): which database this log is for
+ *   164   8  data_off   version 4: where the epoch's first record goes, a
+ *                       multiple of 4096, at least 8192 (always 8192 before)
  *   The rest of the slot is zero.  Logs written before BASE existed have
  *   flags 0 and are not checked against their database.
+ *
+ *   An epoch begins at 8192, or, when the one before it was short (under
+ *   ALEX_LOG_RUN bytes from 8192 to its end), right where that one's last
+ *   commit ended: its records then never go over those of the epoch
+ *   before, whose fence the disk may still hold, and the new epoch's fence
+ *   may ride on its first commit's sync (protect.c) -- a kept log's short
+ *   processes sync twice, not three times.  Such an epoch's slot says
+ *   FENCED from its first write.
  *
  *   A log keeps the version it was made with (format 1: 2 from its next
  *   epoch on), so that no epoch of it has a version its other slot's
@@ -50,8 +64,8 @@
  *   epoch's mark rides on that fdatasync (protect.c).  Bytes 0 and 1 of
  *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT).
  *
- * From byte 8192 on: records, back to back, each starting on a 4096-byte
- * boundary.  A record is one transaction, or a part of one too large for
+ * From the epoch's data_off on: records, back to back, each starting on a
+ * 4096-byte boundary.  A record is one transaction, or a part of one too large for
  * memory (a spill).  Fixed header:
  *
  *   off len  field
@@ -114,18 +128,22 @@
 #include "alex.h"
 #include "bytes.h"
 
-#define ALEX_FORMAT_VERSION 3u
+#define ALEX_FORMAT_VERSION 4u
+#define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
 #define ALEX_BLOCK 4096u
 #define ALEX_BLOCK_SHIFT 12
 #define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
 #define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
-#define ALEX_HDR_SLOT_USED 164u
+#define ALEX_HDR_SLOT_USED 172u
 #define ALEX_HDR_BASE 1u      /* header flag: the base copy is present */
 #define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
-#define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* first record */
+#define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* the first record of a log */
+/* An epoch whose predecessor ended below ALEX_LOG_DATA + ALEX_LOG_RUN
+ * begins right after it (format 4, above); else at ALEX_LOG_DATA. */
+#define ALEX_LOG_RUN (1u << 20)
 #define ALEX_REC_FIXED 112u
 #define ALEX_REC_ENTRY 20u
 #define ALEX_REC_COMMIT 1u
@@ -150,6 +168,7 @@ struct alex_loghdr {
 	uint8_t base[ALEX_BASE_HDR];
 	uint32_t version; /* filled in by decode; encode writes it back (0: the
 			     current one), so a slot decodes and encodes alike */
+	uint64_t data_off; /* the epoch's first record (0 encodes as ALEX_LOG_DATA) */
 };
 
 struct alex_rec {

@@ -96,7 +96,7 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev, u
 int alex_records(alex_db *db, alex_rec_fn fn, void *arg)
 {
 	struct group g = { 0 }, held = { 0 };
-	uint64_t off = ALEX_LOG_DATA, lsn = db->hdr.start_lsn;
+	uint64_t off = alex_data_off(db), lsn = db->hdr.start_lsn;
 	uint32_t prev = db->hdr.salt;
 	uint8_t *buf = NULL;
 	size_t cap = 0;

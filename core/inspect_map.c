@@ -121,7 +121,7 @@ static int walk(struct rd *r, struct alex_logmap *lm, uint64_t *next_lsn)
 {
 	enum alex_rec_state done = lm->epoch_state == ALEX_EPOCH_APPLIED ? ALEX_RS_CHECKPOINTED
 									 : ALEX_RS_COMMITTED;
-	uint64_t off = ALEX_LOG_DATA, lsn = lm->hdr.start_lsn;
+	uint64_t off = lm->hdr.data_off, lsn = lm->hdr.start_lsn;
 	uint32_t prev = lm->hdr.salt;
 	size_t group = 0, held = SIZE_MAX, held_end = 0;
 	struct alex_rec rec;
@@ -151,7 +151,7 @@ static int walk(struct rd *r, struct alex_logmap *lm, uint64_t *next_lsn)
 		group = lm->nrec;
 	}
 	lm->end = off;
-	lm->used = off - ALEX_LOG_DATA;
+	lm->used = off - lm->hdr.data_off;
 	if (held != SIZE_MAX) {
 		/* nothing followed it: its super-journal decides */
 		int exists = access(lm->rec[held_end - 1].cond, F_OK) == 0 || errno != ENOENT;
@@ -300,6 +300,44 @@ static int in_use(int fd)
 	return syscall(SYS_fcntl, fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
 }
 
+/* Where the current epoch's last commit ends: where an epoch that follows
+ * it begins (format.h; recover.c: chain_end). */
+static int chain_end(struct rd *r, const struct alex_logmap *lm, uint64_t *end)
+{
+	uint64_t off = lm->hdr.data_off, lsn = lm->hdr.start_lsn;
+	uint32_t prev = lm->hdr.salt;
+	enum alex_stop why;
+	struct alex_rec rec;
+	int err;
+
+	*end = off;
+	for (;;) {
+		if ((err = read_rec(r, lm, off, lsn, prev, &rec, &why)) || why != ALEX_STOP_NONE)
+			return err;
+		lsn++;
+		prev = rec.hdr_crc;
+		off += rec.rec_len;
+		if (rec.flags & ALEX_REC_COMMIT)
+			*end = off;
+	}
+}
+
+/* A damaged slot's epoch begins at the start of the records, or right after
+ * the current epoch's (recover.c: adopt). */
+static int adopt(struct rd *r, struct alex_logmap *lm)
+{
+	uint64_t end;
+	int err;
+
+	if (lm->slot[!lm->cur] != ALEX_SLOT_DAMAGED)
+		return 0;
+	if ((err = alex_lm_adopt(r, lm, ALEX_LOG_DATA)) || lm->adopted ||
+	    lm->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(r, lm, &end)) ||
+	    end == ALEX_LOG_DATA)
+		return err;
+	return alex_lm_adopt(r, lm, end);
+}
+
 static int read_once(const char *db_path, const char *log_path, struct alex_logmap *lm,
 		     struct stat *st)
 {
@@ -319,7 +357,7 @@ static int read_once(const char *db_path, const char *log_path, struct alex_logm
 	lm->log_size = (uint64_t)st->st_size;
 	lm->in_use = in_use(r.fd);
 	if ((err = alex_lm_read_base(db_path, lm, db)) || (err = alex_lm_read_slots(&r, lm)) ||
-	    lm->cur < 0 || (err = alex_lm_adopt(&r, lm)))
+	    lm->cur < 0 || (err = adopt(&r, lm)))
 		goto out;
 	lm->epoch_state = alex_lm_epoch_state(lm, db);
 	if ((err = walk(&r, lm, &next_lsn)) || (err = build_map(lm)) ||

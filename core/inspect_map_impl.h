@@ -55,7 +55,7 @@ static inline int read_at(int fd, void *buf, size_t n, uint64_t off, size_t *got
  */
 int alex_lm_read_base(const char *db_path, struct alex_logmap *lm, struct alex_db *db);
 int alex_lm_read_slots(struct rd *r, struct alex_logmap *lm);
-int alex_lm_adopt(struct rd *r, struct alex_logmap *lm);
+int alex_lm_adopt(struct rd *r, struct alex_logmap *lm, uint64_t off);
 enum alex_epoch_state alex_lm_epoch_state(struct alex_logmap *lm, struct alex_db *db);
 
 #endif

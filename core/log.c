@@ -101,16 +101,17 @@ int alex_log_lock_ckpt(struct alex_db *db, int on)
 		  : db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_CKPT, ALEX_UNLOCK);
 }
 
-static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn)
+static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_t data_off)
 {
 	db->hdr.version = alex_loghdr_next_version(db->hdr.version); /* format.h */
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = alex_random32();
 	db->hdr.flags = ALEX_HDR_BASE;
+	db->hdr.data_off = data_off;
 	db->next_lsn = lsn;
 	db->prev_crc = db->hdr.salt;
-	db->append_off = ALEX_LOG_DATA;
+	db->append_off = data_off;
 	db->epoch_commits = 0;
 	db->epoch_live = 1;
 	db->epoch_started = 0;
@@ -135,7 +136,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	snprintf(tmp, n, "%s.new-%d-%08x", db->log_path, (int)getpid(), alex_random32());
 	memset(&db->hdr, 0, sizeof db->hdr);
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
-	new_header(db, 1, 1);
+	new_header(db, 1, 1, ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
 	/* Over an SQLite database a new log is fenced from its first header:
 	 * its first mark rides on the first commit's sync (protect.c), so no
@@ -363,8 +364,18 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 			return err;
 		}
 	}
-	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1);
+	/* A short epoch is followed, not overwritten (format.h): only where
+	 * this engine read the epoch to its end (a live one), the new one is
+	 * fenced from its first header, and the file system has room. */
+	uint64_t end = db->epoch_live ? db->append_off : ALEX_LOG_DATA;
+	int follow = alex_loghdr_next_version(db->hdr.version) >= ALEX_FORMAT_VERSION &&
+		     db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR) &&
+		     end > ALEX_LOG_DATA && end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db);
+	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1,
+		   follow ? alex_roundup_block(end) : ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
+	if (follow)
+		db->hdr.flags |= ALEX_HDR_FENCED;
 	if ((err = alex_log_write_header(db)))
 		goto fail;
 	if (sync && (err = alex_log_sync(db)))

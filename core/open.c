@@ -226,7 +226,7 @@ void alex_stats(const alex_db *db, struct alex_stats *st)
 {
 	*st = db->st;
 	st->log_present = db->log_fd >= 0 && !db->log_stub;
-	st->log_used = db->append_off - ALEX_LOG_DATA;
+	st->log_used = db->append_off - alex_data_off(db);
 	st->mem_buffers = alex_col_bytes(&db->col) + db->rec_cap + 2 * ALEX_BLOCK +
 			  (uint64_t)db->col.max * sizeof *db->order;
 	st->mem_maps = alex_map_bytes(&db->map) + alex_map_bytes(&db->pending);

@@ -198,16 +198,25 @@ int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len)
  * power to fail with the new records on the disk but neither the new mark
  * nor the last checkpoint's unmark, the base would still carry the older
  * epoch's fence, and recovery would replay what is left of that epoch's
- * records over a base that already holds all of them.  A log this engine
- * made holds no older epoch until its first checkpoint -- the case of every
- * short-lived process, whose log the last close removes -- and every header
- * it ever had says FENCED (log.c), so a record that outlives a lost mark
- * never counts.
+ * records over a base that already holds all of them.  Two kinds of epoch
+ * go over nothing that counts:
+ *  - a log's first, of a log this engine made (the case of every
+ *    short-lived process, whose log the last close removes);
+ *  - one that follows a short epoch (format.h: a kept log's next process):
+ *    its records begin where the epoch before ended.  Epochs follow one
+ *    another from one that began at 8192, whose first record had a durable
+ *    fence (synced, or ridden in a new log), so the disk holds the fence of
+ *    an epoch of that run, whose records all lie below this one's.
+ * Either says FENCED in every header it ever had (log.c), so a record that
+ * outlives a lost mark never counts.
  */
 int alex_protect_may_ride(const struct alex_db *db)
 {
-	return db->log_virgin && (db->hdr.flags & ALEX_HDR_FENCED) && db->hdr.epoch == 1 &&
-	       db->append_off == ALEX_LOG_DATA;
+	if (!(db->hdr.flags & ALEX_HDR_FENCED) || db->append_off != alex_data_off(db))
+		return 0;
+	if (alex_data_off(db) > ALEX_LOG_DATA)
+		return db->hdr.version >= ALEX_FORMAT_VERSION;
+	return db->log_virgin && db->hdr.epoch == 1;
 }
 
 /* The base carries another log's fence, and this log is one whose first
@@ -229,8 +238,9 @@ int alex_protect_foreign(struct alex_db *db, const uint8_t *base_hdr)
 	if (!(db->hdr.flags & ALEX_HDR_FENCED) || !db->mark.has_fence ||
 	    (uint32_t)f == (uint32_t)ours)
 		return 0;
-	/* this epoch's own fence, its write cut short over an unmarked page */
-	for (int k = 1; k < 8; k++) {
+	/* this epoch's own fence, its write cut short over an unmarked page
+	 * (k = 0: before any byte of the fence; nobody's fence is 0) */
+	for (int k = 0; k < 8; k++) {
 		uint64_t low = ((uint64_t)1 << (8 * k)) - 1;
 		if ((f & low) == (ours & low) && (f >> (8 * k)) == 0)
 			return 0;

@@ -19,22 +19,37 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 	alex_put32(out + 48, h->salt);
 	alex_put32(out + 52, h->flags | ALEX_HDR_BASE);
 	memcpy(out + 64, h->base, ALEX_BASE_HDR);
-	alex_put32(out + 56, alex_crc32c(0, out + 64, ALEX_BASE_HDR));
+	size_t covered = ALEX_BASE_HDR;
+	if (!h->version || h->version >= ALEX_FORMAT_VERSION) {
+		alex_put64(out + 164, h->data_off ? h->data_off : ALEX_LOG_DATA);
+		covered += 8;
+	}
+	alex_put32(out + 56, alex_crc32c(0, out + 64, covered));
 	alex_put32(out + 60, alex_crc32c(0, out, 60));
+}
+
+static void placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
+{
+	memset(out, 0, ALEX_HDR_SLOT_USED);
+	memcpy(out, ALEX_LOG_MAGIC, 8);
+	alex_put32(out + 8, version);
+	alex_put32(out + 60, ~alex_crc32c(0, out, 60));
 }
 
 void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED])
 {
-	memset(out, 0, ALEX_HDR_SLOT_USED);
-	memcpy(out, ALEX_LOG_MAGIC, 8);
-	alex_put32(out + 8, ALEX_FORMAT_VERSION);
-	alex_put32(out + 60, ~alex_crc32c(0, out, 60));
+	placeholder(out, ALEX_FORMAT_VERSION);
 }
 
+/* a log of format 3 made its placeholder with its own version */
 int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
 {
 	uint8_t p[ALEX_HDR_SLOT_USED];
-	alex_loghdr_placeholder(p);
+	uint32_t v = alex_get32(in + 8);
+
+	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION)
+		return 0;
+	placeholder(p, v);
 	return memcmp(in, p, sizeof p) == 0;
 }
 
@@ -45,8 +60,7 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version != ALEX_FORMAT_VERSION && version != ALEX_FORMAT_V2 &&
-	    version != ALEX_FORMAT_V1)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_VERSION)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
@@ -59,7 +73,17 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	h->salt = alex_get32(in + 48);
 	h->flags = flags;
 	memset(h->base, 0, ALEX_BASE_HDR);
-	if (h->flags & ALEX_HDR_BASE) {
+	h->data_off = ALEX_LOG_DATA;
+	if (version >= ALEX_FORMAT_VERSION) {
+		/* data_off rides under base_crc: a slot of format 4 has BASE */
+		uint64_t at = alex_get64(in + 164);
+		if (!(flags & ALEX_HDR_BASE) ||
+		    alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR + 8) ||
+		    at < ALEX_LOG_DATA || at % ALEX_BLOCK || at >= ALEX_MAX_FILE)
+			return ALEX_ECORRUPT;
+		h->data_off = at;
+		memcpy(h->base, in + 64, ALEX_BASE_HDR);
+	} else if (h->flags & ALEX_HDR_BASE) {
 		if (alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR))
 			return ALEX_ECORRUPT;
 		memcpy(h->base, in + 64, ALEX_BASE_HDR);

@@ -90,30 +90,34 @@ static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, ui
 
 /*
  * A damaged header slot may have been the newer epoch's.  Any record of
- * epoch + 1 was written after that header was synced, so if the first
- * record slot holds a well-formed one, the epoch, its first lsn and its salt
- * (the record's prev_crc) are known again.
+ * epoch + 1 was written after that header was synced, or, for a fenced
+ * epoch, under the same sync, so if the place where the next epoch begins
+ * (off) holds a well-formed first record of it, the epoch, its first lsn and
+ * its salt (the record's prev_crc) are known again.
  */
-static int adopt_next_epoch(alex_db *db)
+static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 {
 	struct alex_rec r;
 	const uint8_t *b = db->rec;
 	size_t got;
 	int err;
 
-	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, ALEX_LOG_DATA,
-				     &got)))
+	*adopted = 0;
+	if (off + ALEX_BLOCK > db->alloc_end)
+		return 0;
+	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
 		return err;
 	if (got < ALEX_BLOCK || !alex_rec_peek(b, &r))
 		return 0;
 	uint64_t epoch = r.epoch, lsn = r.lsn;
 	uint32_t salt = r.prev_crc;
 	if (epoch != db->hdr.epoch + 1 ||
-	    alex_rec_decode(b, db->alloc_end - ALEX_LOG_DATA, epoch, lsn, salt, &r) != ALEX_STOP_NONE)
+	    alex_rec_decode(b, db->alloc_end - off, epoch, lsn, salt, &r) != ALEX_STOP_NONE)
 		return 0;
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = salt;
+	db->hdr.data_off = off;
 	/* a log's epochs share its version (format.h) */
 	db->hdr.version = alex_loghdr_next_version(db->hdr.version);
 	/* the lost slot's copy of the base is unknown: unchecked this time,
@@ -123,6 +127,7 @@ static int adopt_next_epoch(alex_db *db)
 	if (db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr))
 		db->hdr.flags |= ALEX_HDR_FENCED;
 	db->st.header_repaired = 1;
+	*adopted = 1;
 	return alex_protect_base_header(db, db->hdr.base);
 }
 
@@ -345,10 +350,64 @@ out:
 	return err;
 }
 
+/* Where the current epoch's last commit ends, by its records: where an
+ * epoch that follows it (format.h) begins. */
+static int chain_end(alex_db *db, uint64_t *end)
+{
+	uint64_t off = alex_data_off(db), lsn = db->hdr.start_lsn;
+	uint32_t prev = db->hdr.salt;
+	enum alex_stop why;
+	struct alex_rec r;
+	int err;
+
+	*end = off;
+	for (;;) {
+		if ((err = read_record(db, off, lsn, prev, &r, &why)) || why != ALEX_STOP_NONE)
+			return err;
+		lsn++;
+		prev = r.hdr_crc;
+		off += r.rec_len;
+		if (r.flags & ALEX_REC_COMMIT)
+			*end = off;
+	}
+}
+
+/* Is the slot's lost epoch, if any, at the start of the records, or right
+ * after the current epoch's? */
+static int adopt(alex_db *db)
+{
+	uint64_t end;
+	int adopted, err;
+
+	if ((err = adopt_next_epoch(db, ALEX_LOG_DATA, &adopted)) || adopted ||
+	    db->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(db, &end)) ||
+	    end == ALEX_LOG_DATA)
+		return err;
+	return adopt_next_epoch(db, end, &adopted);
+}
+
+/* A fenced epoch without its fence on the base, and no record of it at its
+ * start: begun (by a checkpoint, its slot fenced from the start: format.h)
+ * and not yet written.  It takes records once its fence is put on. */
+static int unused_epoch(alex_db *db, int *unused)
+{
+	enum alex_stop why;
+	struct alex_rec r;
+	int err;
+
+	*unused = 0;
+	if (db->hdr.version < ALEX_FORMAT_VERSION)
+		return 0;
+	if ((err = read_record(db, alex_data_off(db), db->hdr.start_lsn, db->hdr.salt, &r, &why)))
+		return err;
+	*unused = why != ALEX_STOP_NONE;
+	return 0;
+}
+
 int alex_recover(alex_db *db)
 {
 	uint64_t uncommitted = 0;
-	int err;
+	int unused, err;
 
 	db->append_off = ALEX_LOG_DATA;
 	db->txn = 1;
@@ -361,21 +420,31 @@ int alex_recover(alex_db *db)
 	if (db->log_fd < 0 || db->log_stub)
 		return 0; /* no log, or one that holds nothing */
 	db->hdr_disk = db->hdr;
-	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK &&
-	    (err = adopt_next_epoch(db)))
+	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK && (err = adopt(db)))
 		return err;
 	db->next_lsn = db->hdr.start_lsn;
 	db->prev_crc = db->hdr.salt;
+	db->append_off = alex_data_off(db);
 	/* A base fenced by another log: the log beside it is not the one that
 	 * holds its newest pages (copied from elsewhere, or put in place of
 	 * its own).  Nothing can be replayed, and nothing may be overwritten. */
 	if (alex_protect_foreign(db, NULL))
 		return ALEX_EFOREIGN;
 	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
+		if ((err = unused_epoch(db, &unused)))
+			return err;
+		if (unused) {
+			db->epoch_live = 1;
+			db->st.stop_offset = db->append_off;
+			db->st.stop_reason = ALEX_STOP_END;
+			db->st.log_used = 0;
+			return 0;
+		}
 		/* checkpointed (or superseded) before a crash that kept its
 		 * records: nothing of it is newer than the database file; or
 		 * its mark never reached the disk, and neither did the sync
 		 * that would have acknowledged any of them */
+		db->append_off = ALEX_LOG_DATA;
 		db->st.stop_offset = ALEX_LOG_DATA;
 		db->st.stop_reason = ALEX_STOP_END;
 		db->st.epoch_applied = 1;
@@ -395,7 +464,7 @@ int alex_recover(alex_db *db)
 	    (err = look_past(db, db->st.stop_offset + ALEX_BLOCK, db->next_lsn)))
 		return err;
 	db->st.dropped_records = uncommitted + (db->st.stop_reason > ALEX_STOP_STALE);
-	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	db->st.log_used = db->append_off - alex_data_off(db);
 	if (db->st.header_repaired)
 		err = alex_log_rewrite_header(db);
 	return err;

@@ -72,7 +72,7 @@ int alex_shm_attach(struct alex_db *db)
 
 	alex_shm_detach(db);
 	if (db->log_fd < 0 || db->log_stub || db->cfg.exclusive ||
-	    db->hdr.version < ALEX_FORMAT_VERSION || !o->shm_map)
+	    db->hdr.version < ALEX_FORMAT_V3 || !o->shm_map)
 		return 0; /* no log, a tool alone on it, or a log older ALEX writes */
 	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
 	    (err = o->shm_map(db->io.ctx, db->shm_path, &base, init, db, &p)))
@@ -173,7 +173,7 @@ static void leave(struct alex_db *db, const struct alex_shm_look *l, int err)
 static int uncountable(const struct alex_db *db, int fd)
 {
 	return fd == db->log_fd && !db->shm && !db->log_stub && !db->cfg.exclusive &&
-	       db->hdr.version >= ALEX_FORMAT_VERSION && db->io.ops->shm_map;
+	       db->hdr.version >= ALEX_FORMAT_V3 && db->io.ops->shm_map;
 }
 
 /* Before a change of fd: 0, with *counted set when enter was called, or

@@ -69,7 +69,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 		uint32_t how;
 		/* only database blocks start with a page; an epoch of an older
 		 * format stays readable by the version that began it */
-		int hdr_at = e.file != ALEX_FILE_DB || db->hdr.version < ALEX_FORMAT_VERSION ? -1
+		int hdr_at = e.file != ALEX_FILE_DB || db->hdr.version < ALEX_FORMAT_V3 ? -1
 			     : e.block == 0 ? (int)ALEX_BASE_HDR : 0;
 		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), hdr_at,
 					       rec + pos, &how);
@@ -139,7 +139,7 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 	db->st.blocks_logged += n;
 	db->st.bytes_raw += (uint64_t)n * ALEX_BLOCK;
 	db->st.bytes_logged += len;
-	db->st.log_used = db->append_off - ALEX_LOG_DATA;
+	db->st.log_used = db->append_off - alex_data_off(db);
 	/* a map that cannot grow loses track of blocks: stop writing */
 	if (err)
 		db->failed = 1;

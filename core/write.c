@@ -76,7 +76,7 @@ int alex_epoch_ensure(alex_db *db)
 	 * in the page cache only.  Once a record of the epoch exists, its
 	 * writer had made the mark durable, or written it out for the next
 	 * sync to carry. */
-	if (db->epoch_started && db->append_off > ALEX_LOG_DATA)
+	if (db->epoch_started && db->append_off > alex_data_off(db))
 		return 0;
 	if (db->cfg.protect_base) {
 		if ((err = alex_protect_mark(db, alex_protect_may_ride(db))))

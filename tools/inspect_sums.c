@@ -102,11 +102,14 @@ uint64_t inspect_ranges(FILE *out, const struct alex_logmap *lm, unsigned f,
 	return have ? n + put_range(out, a, b, n) : 0;
 }
 
+/* Past the epoch's records, and before them: an epoch may follow older
+ * ones (format.h, data_off) */
 uint64_t inspect_unused(const struct alex_logmap *lm)
 {
-	uint64_t end = ALEX_LOG_DATA + lm->used;
+	uint64_t end = lm->hdr.data_off + lm->used;
+	uint64_t before = lm->hdr.data_off > ALEX_LOG_DATA ? lm->hdr.data_off - ALEX_LOG_DATA : 0;
 
-	return lm->log_size > end ? lm->log_size - end : 0;
+	return (lm->log_size > end ? lm->log_size - end : 0) + before;
 }
 
 /* Nothing when the epoch is checkpointed already, or the log is another

@@ -66,8 +66,8 @@ static void text_header(const struct alex_logmap *lm, const char *path)
 		"without this epoch's fence: the records are checkpointed already",
 		"fenced by another log: this log is not its own (alex_open refuses it)" };
 	printf("; %s\n", why[lm->epoch_state]);
-	printf("epochs: %llu (current): %zu record%s, %llu bytes from byte %u\n", U(h->epoch),
-	       lm->nrec, plural(lm->nrec), U(lm->used), ALEX_LOG_DATA);
+	printf("epochs: %llu (current): %zu record%s, %llu bytes from byte %llu\n", U(h->epoch),
+	       lm->nrec, plural(lm->nrec), U(lm->used), U(h->data_off));
 	for (size_t i = 0; i < lm->nleft; i++)
 		printf("  past the end: epoch %llu%s: %llu record%s, %llu bytes\n",
 		       U(lm->left[i].epoch), lm->left[i].epoch == h->epoch ? " (this one)" : "",

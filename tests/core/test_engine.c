@@ -688,6 +688,87 @@ Test(engine, discard_drops_the_open_transaction)
 	alex_close(db);
 }
 
+/* The current epoch's header slot of the log in mem. */
+static struct alex_loghdr current_slot(void)
+{
+	struct alex_loghdr h[2];
+	size_t len;
+	const uint8_t *log = alex_mem_get(mem, LOG, &len);
+	int ok0 = alex_loghdr_decode(log, &h[0]) == 0, ok1 = alex_loghdr_decode(log + BLK, &h[1]) == 0;
+
+	cr_assert(ok0 || ok1);
+	return ok0 && (!ok1 || h[0].epoch > h[1].epoch) ? h[0] : h[1];
+}
+
+/* A short epoch is followed, not overwritten, in a log of format 4: the
+ * next epoch's records begin where its last commit ended, its slot says
+ * FENCED from the start, and its first mark rides on the commit's sync.  A
+ * log of format 3 (an older ALEX's, which looks for every epoch's records
+ * at 8192) keeps beginning them there, with a synced mark. */
+Test(engine, a_short_epoch_is_followed_in_format_4_only)
+{
+	static uint8_t page[2 * BLK], b[BLK], r[BLK];
+	struct alex_stats st;
+	size_t got;
+
+	sqlite_base(page, sizeof page);
+	cfg.checkpoint_on_close = 1;
+	for (int v = 4; v >= 3; v--) {
+		alex_db *db = open_db();
+		fill_block(b, 1, 1);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+		alex_close(db);
+		struct alex_loghdr h = current_slot();
+		if (v == 3) { /* as an older ALEX would have left it */
+			size_t len;
+			uint8_t *log = (uint8_t *)alex_mem_get(mem, LOG, &len);
+			for (int s = 0; s < 2; s++) {
+				uint8_t *slot = log + s * BLK;
+				if (alex_loghdr_decode(slot, &h))
+					continue;
+				alex_put32(slot + 8, ALEX_FORMAT_V3);
+				memset(slot + 164, 0, 8);
+				alex_put32(slot + 56, alex_crc32c(0, slot + 64, ALEX_BASE_HDR));
+				alex_put32(slot + 60, alex_crc32c(0, slot, 60));
+			}
+			h = current_slot();
+			cr_assert_eq(h.version, ALEX_FORMAT_V3);
+		}
+		uint64_t start = h.data_off;
+		if (v == 4)
+			cr_expect_gt(start, ALEX_LOG_DATA, "the next epoch follows the first");
+		for (int p = 2; p <= 3; p++) {
+			db = open_db();
+			fill_block(b, (uint32_t)p, 1);
+			cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+			cr_assert_eq(alex_commit(db), 0);
+			alex_stats(db, &st);
+			cr_expect_eq(st.fence_rides, v == 4 ? 1u : 0u, "format %d, process %d", v, p);
+			alex_close(db);
+			h = current_slot();
+			cr_expect_eq(h.version, (uint32_t)v, "a log keeps its format");
+			if (v == 4)
+				cr_expect_gt(h.data_off, start, "process %d: after the last", p);
+			else
+				cr_expect_eq(h.data_off, ALEX_LOG_DATA);
+			cr_expect_eq(!!(h.flags & ALEX_HDR_FENCED), v == 4,
+				     "format %d: the next epoch fenced from the start", v);
+			start = h.data_off;
+		}
+		db = open_db();
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+		cr_expect_arr_eq(r, b, BLK);
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, 0, &got), 0);
+		cr_expect_arr_eq(r, page, BLK, "page 1 unmarked at rest");
+		alex_close(db);
+		alex_mem_free(mem);
+		mem = alex_mem_new();
+		io = alex_mem_io(mem);
+		sqlite_base(page, sizeof page);
+	}
+}
+
 /* A log made under format 2 (an older ALEX) is read and appended to
  * without GAP blocks, which that version could not read, in every epoch:
  * a log keeps its version (format.h).  A log made anew is format 3 and uses
@@ -710,6 +791,8 @@ Test(engine, a_format_2_epoch_gets_no_gap_blocks)
 		if (memcmp(slot, ALEX_LOG_MAGIC, 8) != 0)
 			continue;
 		alex_put32(slot + 8, ALEX_FORMAT_V2);
+		memset(slot + 164, 0, 8); /* format 4's data_off */
+		alex_put32(slot + 56, alex_crc32c(0, slot + 64, ALEX_BASE_HDR));
 		alex_put32(slot + 60, alex_crc32c(0, slot, 60));
 		slots++;
 	}

@@ -11,7 +11,7 @@
 Test(format, header_round_trip)
 {
 	struct alex_loghdr h = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
-				 7, 1234, 0xdeadbeef, 0, { 0 }, 0 },
+				 7, 1234, 0xdeadbeef, 0, { 0 }, 0, 5 * BLK },
 			   g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
@@ -25,6 +25,8 @@ Test(format, header_round_trip)
 	cr_expect_eq(g.salt, 0xdeadbeefu);
 	cr_expect(g.flags & ALEX_HDR_BASE);
 	cr_expect_arr_eq(g.base, h.base, ALEX_BASE_HDR);
+	cr_expect_eq(g.data_off, 5 * BLK);
+	cr_expect_eq(g.version, ALEX_FORMAT_VERSION);
 	for (size_t i = 0; i < sizeof buf; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			buf[i] ^= (uint8_t)(1 << bit);
@@ -35,13 +37,38 @@ Test(format, header_round_trip)
 
 Test(format, header_other_version_is_named)
 {
-	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 }, 0 }, g;
+	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 }, 0, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);
 	alex_put32(buf + 8, 99);
 	alex_put32(buf + 60, alex_crc32c(0, buf, 60));
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
+}
+
+/* Format 4's data_off: covered by base_crc, a block multiple past the
+ * header slots; a format-3 slot has none, and its epoch starts at 8192. */
+Test(format, header_data_off)
+{
+	struct alex_loghdr h = { { 4 }, 2, 1, 1, 0, { 0 }, 0, 3 * BLK }, g;
+	uint8_t buf[ALEX_HDR_SLOT_USED];
+	static const uint64_t bad[] = { 0, BLK, 3 * BLK + 512, 1ull << 48 };
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		alex_loghdr_encode(buf, &h);
+		alex_put64(buf + 164, bad[i]);
+		alex_put32(buf + 56, alex_crc32c(0, buf + 64, ALEX_BASE_HDR + 8));
+		alex_put32(buf + 60, alex_crc32c(0, buf, 60));
+		cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "data_off %llu",
+			     (unsigned long long)bad[i]);
+	}
+	h.version = ALEX_FORMAT_V3;
+	alex_loghdr_encode(buf, &h);
+	for (int i = 164; i < 172; i++)
+		cr_expect_eq(buf[i], 0, "a format-3 slot ends at 164");
+	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
+	cr_expect_eq(g.version, ALEX_FORMAT_V3);
+	cr_expect_eq(g.data_off, ALEX_LOG_DATA);
 }
 
 /* A two-block record: one compressed-looking, one raw. */
@@ -165,7 +192,7 @@ ParameterizedTest(struct bad_len *c, format, impossible_lengths)
  * but the crc; they decode, with no base to check against. */
 Test(format, header_without_base_copy_decodes)
 {
-	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 }, 0 }, g;
+	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 }, ALEX_FORMAT_V2, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);

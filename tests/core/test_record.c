@@ -238,7 +238,7 @@ Test(record, payload_bounds_and_padding)
  * is refused on its own. */
 static void slot(uint8_t *buf, uint32_t version, uint32_t flags)
 {
-	struct alex_loghdr h = { { 1, 2, 3 }, 9, 100, 0x5a5a, flags, { 0 }, version };
+	struct alex_loghdr h = { { 1, 2, 3 }, 9, 100, 0x5a5a, flags, { 0 }, version, 0 };
 	alex_loghdr_encode(buf, &h);
 }
 static void reseal_slot(uint8_t *buf)

@@ -22,13 +22,18 @@
 #           database plain SQLite made, the default settings: each makes a
 #           new log, whose first fence rides on the commit's sync, and
 #           removes it at its last close (protect.c)
+#   keep    the same with ALEX_KEEP_LOG=1 and two transactions a process:
+#           the log stays, and each process's epoch follows the last one's
+#           records, its fence riding on its first commit's sync
+#           (core/format.h)
 #   full    320 transactions from an empty file, checkpoints every MiB
 #   normal  the same with ALEX_SYNC=normal, paced
 #   wal     the same in WAL mode, with SQLite's own WAL checkpoints
 #   attach  two databases attached, every transaction writes both (SQLite's
 #           super-journal): all or none of each in both
 #   multi   two processes writing one database at once
-# quick: every cut of "first" and "short", a sample of the others (make check);
+# quick: every cut of "first", "short" and "keep", a sample of the others
+# (make check);
 # long: every cut of every phase in several models (make crashtest-long).
 # Prints per phase and in all "crashtest: N cuts, M failed".
 set -u
@@ -52,15 +57,20 @@ record() {
 	case $p in
 	first) env LD_PRELOAD="$B/libalex-test.so" ALEX_TEST_RECORD="$d/trace" \
 		"$PC" run "$d/run/db.db" "$d/acks" 6 0 ;;
-	short)
+	short|keep)
 		# plain SQLite: only its acknowledgements are recorded (the
 		# starting directory's files count as synced)
 		env -u LD_PRELOAD ALEX_TEST_RECORD="$d/trace" \
 			"$PC" run "$d/start/db.db" "$d/pre" 3 0 || return 1
 		cp "$d/start/db.db" "$d/run/db.db"
-		for i in 4 5 6 7 8 9; do
+		# keep: two transactions a process, so that an epoch's chain
+		# has a record after its first for a later one to break
+		local keep=0 step=1 i
+		[ "$p" = keep ] && keep=1 step=2
+		for i in $(seq 4 $step $((3 + 6 * step))); do
 			env LD_PRELOAD="$B/libalex-test.so" ALEX_TEST_RECORD="$d/trace" \
-				"$PC" run "$d/run/db.db" "$d/acks" $i 0 $i || return 1
+				ALEX_KEEP_LOG=$keep "$PC" run "$d/run/db.db" "$d/acks" \
+				$((i + step - 1)) 0 $i || return 1
 		done ;;
 	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
@@ -153,10 +163,10 @@ cuts() {
 	[ "${n:-0}" -gt 0 ] || { echo "FAIL $p: nothing recorded" >&2; return 1; }
 	echo "crashtest: $p: $n writes, syncs and truncations recorded" >&2
 	local models=(lose keep tear subset)
-	if [ "$p" = first ] || [ "$p" = short ] || [ "$profile" = long ]; then
+	if [ "$p" = first ] || [ "$p" = short ] || [ "$p" = keep ] || [ "$profile" = long ]; then
 		for k in $(seq 1 $((n + 1))); do
 			for m in lose keep tear subset; do echo "$p $k $m $k"; done
-			if [ "$profile" = long ] || [ "$p" = first ] || [ "$p" = short ]; then
+			if [ "$profile" = long ] || [ "$p" = first ] || [ "$p" = short ] || [ "$p" = keep ]; then
 				echo "$p $k subset $((k * 7 + 1))"
 				echo "$p $k subset $((k * 13 + 2))"
 			fi
@@ -169,7 +179,7 @@ cuts() {
 	fi
 }
 
-phases=${CRASHTEST_PHASES:-first short full normal wal attach multi}
+phases=${CRASHTEST_PHASES:-first short keep full normal wal attach multi}
 for p in $phases; do
 	if ! record "$p" >"$tmp/$p.out" 2>&1; then
 		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
