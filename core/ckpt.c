@@ -299,9 +299,13 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
 	db->unsynced_since_ns = 0;
 	db->st.checkpoints++;
 	db->st.log_used = 0;
-	/* a file system running full gets the log's zeros back: the base may
-	 * need them next */
-	if (ALEX_SPACE_LOW(db) && alex_log_trim(db) == 0)
+	/* A file system running full gets the log's zeros back: the base may
+	 * need them next.  Only once the new header is durable: a cut that
+	 * reached the disk before it would leave the base fenced for the
+	 * epoch just checkpointed and a beginning of its records, which
+	 * recovery would replay over a base that holds all of them (found in
+	 * review).  One sync more, on a file system running full only. */
+	if (ALEX_SPACE_LOW(db) && alex_log_sync(db) == 0 && alex_log_trim(db) == 0)
 		db->st.log_trims++;
 	/* A failed unmark leaves a stale fence: refused without ALEX, healed
 	 * by the next checkpoint.  The data is all in the base, the new epoch

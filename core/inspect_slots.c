@@ -124,7 +124,8 @@ int alex_lm_adopt(struct rd *r, struct alex_logmap *lm, uint64_t off)
 	lm->hdr.data_off = off;
 	lm->hdr.version = alex_loghdr_next_version(lm->hdr.version);
 	lm->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
-	if (lm->mark.has_fence && lm->mark.fence == alex_protect_fence(&lm->hdr))
+	if ((lm->mark.has_fence && lm->mark.fence == alex_protect_fence(&lm->hdr)) ||
+	    off > ALEX_LOG_DATA)
 		lm->hdr.flags |= ALEX_HDR_FENCED;
 	lm->adopted = 1;
 	return 0;

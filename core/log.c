@@ -366,11 +366,13 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	}
 	/* A short epoch is followed, not overwritten (format.h): only where
 	 * this engine read the epoch to its end (a live one), the new one is
-	 * fenced from its first header, and the file system has room. */
+	 * fenced from its first header, and the file system has room (the log
+	 * then grows; a checkpoint made for room restarts at 8192). */
 	uint64_t end = db->epoch_live ? db->append_off : ALEX_LOG_DATA;
 	int follow = alex_loghdr_next_version(db->hdr.version) >= ALEX_FORMAT_VERSION &&
 		     db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR) &&
-		     end > ALEX_LOG_DATA && end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db);
+		     end > ALEX_LOG_DATA && end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db) &&
+		     !db->making_room;
 	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1,
 		   follow ? alex_roundup_block(end) : ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);

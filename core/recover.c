@@ -122,9 +122,14 @@ static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 	db->hdr.version = alex_loghdr_next_version(db->hdr.version);
 	/* the lost slot's copy of the base is unknown: unchecked this time,
 	 * and the rewritten slot records the base as it is now.  It was fenced
-	 * if the base carries this epoch's fence. */
+	 * if the base carries this epoch's fence -- or if it follows the one
+	 * before (off past 8192): such a slot says FENCED from its first write,
+	 * and its fence rides on its first record's sync, so the record may be
+	 * on the disk without it (format.h).  Not fenced, that record would
+	 * count over a base a program without ALEX was free to change. */
 	db->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
-	if (db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr))
+	if ((db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr)) ||
+	    off > ALEX_LOG_DATA)
 		db->hdr.flags |= ALEX_HDR_FENCED;
 	db->st.header_repaired = 1;
 	*adopted = 1;

@@ -33,7 +33,12 @@ int alex_make_room(alex_db *db)
 	if (!db->epoch_commits || db->pending.n || db->txn_truncated || db->failed)
 		return ALEX_EBUSY;
 	db->st.space_checkpoints++;
+	/* the next epoch at 8192, in the space the log has: one that follows
+	 * would need the log to grow, which is what just failed (a quota, which
+	 * the free space does not show) */
+	db->making_room = 1;
 	int err = alex_ckpt_run(db);
+	db->making_room = 0;
 	if (!err)
 		db->space_avail = 0; /* look again before the next growth */
 	return err;
