@@ -257,30 +257,23 @@ static int remove_dir(const char *dir)
 	return -1;
 }
 
-/* Every run of mode m on workload w, then the mode's rows.  0, or -1
- * (reported). */
-static int run_mode(const struct bench_opts *o, struct bench_report *rep, const char *w,
-		    const struct bench_mode *m, const char *large_db)
+/* Run i of mode m on workload w, into *r.  0, or -1 (reported). */
+static int run_one(const struct bench_opts *o, struct bench_report *rep, const char *w,
+		   const struct bench_mode *m, int i, const char *large_db, struct bench_run *r)
 {
-	static struct bench_run r[BENCH_MAXRUNS];
 	struct job j;
 
-	for (int i = 0; i < o->runs; i++) {
-		if (job_init(&j, o, w, m, i, large_db) || remove_dir(j.dir) || make_dir(j.dir))
-			return -1;
-		timed_run(&j, o->payload, &r[i]);
-		/* the kernel's count once per mode: it is the check of ALEX's own,
-		 * not a statistic */
-		if (o->strace && i == 0 && !r[i].failed)
-			r[i].traced_syncs = traced_syncs(&j);
-		if (j.large && large_clean(large_db))
-			r[i].failed = 1;
-		bench_report_run(rep, w, m, i, &r[i]);
-		if (remove_dir(j.dir))
-			return -1;
-	}
-	bench_report_mode(rep, w, m, r);
-	return 0;
+	if (job_init(&j, o, w, m, i, large_db) || remove_dir(j.dir) || make_dir(j.dir))
+		return -1;
+	timed_run(&j, o->payload, r);
+	/* the kernel's count once per mode: it is the check of ALEX's own,
+	 * not a statistic */
+	if (o->strace && i == 0 && !r->failed)
+		r->traced_syncs = traced_syncs(&j);
+	if (j.large && large_clean(large_db))
+		r->failed = 1;
+	bench_report_run(rep, w, m, i, r);
+	return remove_dir(j.dir);
 }
 
 static int run_workload(const struct bench_opts *o, struct bench_report *rep, const char *w)
@@ -295,9 +288,24 @@ static int run_workload(const struct bench_opts *o, struct bench_report *rep, co
 		fprintf(stderr, "alex-bench: cannot build %s\n", large_db);
 		return -1;
 	}
+	/* Round robin: run i of every mode, then run i + 1.  A machine whose
+	 * speed drifts (a shared host, a device's cache) then weighs on every
+	 * mode alike, and each mode's median compares with the others' side
+	 * by side, not with a later stretch of time. */
+	struct bench_run *r = calloc((size_t)o->nm * (size_t)o->runs, sizeof *r);
+	if (!r) {
+		fprintf(stderr, "alex-bench: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	for (int i = 0; i < o->runs; i++)
+		for (int k = 0; k < o->nm; k++)
+			if (run_one(o, rep, w, &o->modes[k], i, large_db, &r[k * o->runs + i])) {
+				free(r);
+				return -1;
+			}
 	for (int k = 0; k < o->nm; k++)
-		if (run_mode(o, rep, w, &o->modes[k], large_db))
-			return -1;
+		bench_report_mode(rep, w, &o->modes[k], &r[k * o->runs]);
+	free(r);
 	bench_report_workload(rep, w);
 	return 0;
 }
