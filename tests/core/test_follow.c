@@ -195,21 +195,7 @@ Test(follow, kept_log_short_processes_at_every_cut, .timeout = 600)
 			workload(seed, 0);
 			cr_assert_eq(nimg, NIMG);
 			for (int k = 0; k < nimg; k++) {
-				struct alex_io io = alex_mem_io(imgs[k]);
-				struct alex_config c;
-				alex_db *db;
-				config(&c);
-				c.checkpoint_on_close = 0;
-				int rc = alex_open(DB, &c, &io, &db);
-				cr_assert_eq(rc, 0, "seed %lu op %lu (%s): %s", (unsigned long)seed,
-					     (unsigned long)crash_op, names[k], alex_strerror(rc));
-				int found = 0;
-				for (int j = acked_at_crash; j < nsnaps && j <= acked_at_crash + 1; j++)
-					found |= equals(db, &snaps[j]);
-				cr_assert(found, "seed %lu op %lu (%s): not a committed state at or "
-					  "after #%d", (unsigned long)seed, (unsigned long)crash_op,
-					  names[k], acked_at_crash);
-				alex_close(db);
+				judge(imgs[k], seed, names[k], (uint64_t)k);
 				alex_mem_free(imgs[k]);
 				cuts++;
 			}
