@@ -100,8 +100,10 @@ extern const struct alex_io alex_io_posix;
 
 /*
  * The memory backend.  Files live in memory; each remembers what was written
- * since its last fdatasync so that a crash image can be cut from it.  Directory
- * operations (create, rename) are durable at once.
+ * since its last fdatasync so that a crash image can be cut from it, and
+ * the name it had at its directory's last sync_dir, so that an image may
+ * lose the name changes since (ALEX_CRASH_DIRS_LOST); without that flag
+ * directory operations (create, rename, unlink) are durable at once.
  */
 typedef struct alex_mem alex_mem;
 
@@ -112,10 +114,15 @@ enum alex_crash {
 	ALEX_CRASH_LOSE = 0,  /* every write since the file's last sync is lost */
 	ALEX_CRASH_TEAR = 1,  /* unsynced writes kept but the last one torn */
 	ALEX_CRASH_KEEP = 2,  /* every write reached the disk */
-	ALEX_CRASH_SUBSET = 3 /* each unsynced write (or size change) of each
+	ALEX_CRASH_SUBSET = 3, /* each unsynced write (or size change) of each
 				 file independently lost, kept, or kept in part
 				 -- any subset of its 512-byte sectors -- as a
 				 disk that reorders its cache may leave them */
+	/* or'ed with one of the above: every name change (create, rename,
+	 * unlink) since its directory's last sync_dir is lost too, as a file
+	 * system that journals metadata may lose its last transactions.
+	 * Without it, name changes are durable at once. */
+	ALEX_CRASH_DIRS_LOST = 0x100
 };
 
 alex_mem *alex_mem_new(void);

@@ -55,6 +55,7 @@ void alex_mem_free(alex_mem *m)
 		free(m->files[i].undo);
 		free(m->files[i].data);
 		free(m->files[i].name);
+		free(m->files[i].dname);
 	}
 	free(m->files);
 	for (size_t i = 0; i < m->nshm; i++) {
@@ -441,10 +442,35 @@ static int mem_unlink(void *ctx, const char *path)
 	return 0;
 }
 
+/* The length of path's directory part (up to its last '/'). */
+static size_t dir_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+static int same_dir(const char *a, const char *b)
+{
+	size_t n = dir_len(a);
+	return n == dir_len(b) && strncmp(a, b, n) == 0;
+}
+
+/* Every name change in path's directory becomes durable: what a crash
+ * image with ALEX_CRASH_DIRS_LOST keeps. */
 static int mem_sync_dir(void *ctx, const char *path)
 {
-	(void)ctx;
-	(void)path;
+	alex_mem *m = ctx;
+
+	for (size_t i = 0; i < m->nfiles; i++) {
+		struct mfile *f = &m->files[i];
+		if (!(f->name && same_dir(f->name, path)) && !(f->dname && same_dir(f->dname, path)))
+			continue;
+		char *d = f->name && same_dir(f->name, path) ? strdup(f->name) : NULL;
+		if (f->name && same_dir(f->name, path) && !d)
+			return ENOMEM;
+		free(f->dname);
+		f->dname = d;
+	}
 	return 0;
 }
 
@@ -567,6 +593,8 @@ int alex_mem_set(alex_mem *m, const char *path, const void *data, size_t len)
 		return ENOMEM;
 	struct mfile *f = &m->files[i];
 	if (alex_mem_reserve(f, len))
+		return ENOMEM;
+	if (!f->dname && !(f->dname = strdup(path))) /* on the disk, name and all */
 		return ENOMEM;
 	undo_clear(f);
 	alex_mem_set_size(f, 0);

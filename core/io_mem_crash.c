@@ -101,16 +101,21 @@ static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, in
 	const struct undo *tu = NULL;
 	uint64_t rng = seed;
 
+	int dirs_lost = (how & ALEX_CRASH_DIRS_LOST) != 0;
+
+	how &= ~ALEX_CRASH_DIRS_LOST;
 	if (!c)
 		return NULL;
 	for (size_t i = 0; i < m->nfiles; i++) {
 		const struct mfile *s = &m->files[i];
-		int j = alex_mem_add_file(c, s->name ? s->name : "");
-		if (j < 0 || alex_mem_reserve(&c->files[j], s->size)) {
+		const char *name = dirs_lost ? s->dname : s->name;
+		int j = alex_mem_add_file(c, name ? name : "");
+		if (j < 0 || alex_mem_reserve(&c->files[j], s->size) ||
+		    (name && !(c->files[j].dname = strdup(name)))) {
 			alex_mem_free(c);
 			return NULL;
 		}
-		if (!s->name) { /* keep handle numbers aligned; the file is dead */
+		if (!name) { /* keep handle numbers aligned; the file is dead */
 			free(c->files[j].name);
 			c->files[j].name = NULL;
 		}

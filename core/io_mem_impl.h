@@ -19,6 +19,7 @@ struct undo {
 
 struct mfile {
 	char *name;
+	char *dname;  /* its name as of its directory's last sync (NULL: none) */
 	uint8_t *data;
 	uint64_t size, cap;
 	uint32_t mode;

@@ -33,10 +33,11 @@ struct state {
 static struct state model, snaps[2 * NPROC + 1];
 static int nsnaps, acked_at_crash, nimg;
 static uint64_t crash_op;
-#define NIMG 9
+#define NIMG 12
 static alex_mem *imgs[NIMG];
+static int removing; /* the third test: the default, a log made and removed each time */
 static struct {
-	uint64_t rides, resets, follows;
+	uint64_t rides, resets, follows, logs_left;
 } seen;
 
 static int tails; /* the second test: only the two images it cuts from */
@@ -61,6 +62,10 @@ static void hook(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
 	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_TEAR, op * 104729 + 1);
 	for (uint64_t k = 0; k < 5; k++) /* a reordering disk: what this attacks */
 		imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_SUBSET, op * 7577 + 3 + k * 65537);
+	/* and the directory's name changes since its last sync lost */
+	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_LOSE | ALEX_CRASH_DIRS_LOST, 0);
+	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_KEEP | ALEX_CRASH_DIRS_LOST, 0);
+	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_SUBSET | ALEX_CRASH_DIRS_LOST, op * 31 + 7);
 	acked_at_crash = nsnaps - 1;
 }
 
@@ -68,6 +73,7 @@ static void config(struct alex_config *c)
 {
 	alex_config_default(c);
 	c->compress = ALEX_COMPRESS_OFF; /* records as big as their blocks */
+	c->remove_log = removing;
 }
 
 /* The current epoch's data_off, from the log's header slots. */
@@ -78,6 +84,8 @@ static uint64_t current_data_off(alex_mem *m)
 	const uint8_t *log = alex_mem_get(m, LOG, &len);
 	int ok[2];
 
+	if (!log)
+		return 0;
 	for (int s = 0; s < 2; s++)
 		ok[s] = len >= s * BLK + ALEX_HDR_SLOT_USED && alex_loghdr_decode(log + s * BLK, &h[s]) == 0;
 	if (!ok[0] && !ok[1])
@@ -126,6 +134,8 @@ static uint64_t workload(uint64_t seed, int reference)
 		alex_stats(db, &st);
 		alex_close(db);
 		if (reference) {
+			size_t len;
+			seen.logs_left += alex_mem_get(m, LOG, &len) != NULL;
 			uint64_t off = current_data_off(m);
 			seen.rides += st.fence_rides;
 			seen.follows += off > ALEX_LOG_DATA;
@@ -173,23 +183,31 @@ static int equals(alex_db *db, const struct state *want)
 	       memcmp(got, want->d, sz) == 0;
 }
 
-Test(follow, kept_log_short_processes_at_every_cut, .timeout = 600)
+/* Every operation of three seeded runs cut in every way; how many images. */
+static uint64_t every_cut(void)
 {
 	static const char *names[NIMG] = { "lost", "kept", "torn", "torn", "subset", "subset",
-					   "subset", "subset", "subset" };
+					   "subset", "subset", "subset", "lost, names too",
+					   "kept, names lost", "subset, names lost" };
 	uint64_t cuts = 0;
 
 	for (uint64_t seed = 1; seed <= 3; seed++) {
 		memset(&seen, 0, sizeof seen);
 		crash_op = 0;
 		uint64_t total = workload(seed, 1);
-		/* the run is the one meant: epochs follow, their fences ride,
-		 * and one starts over */
-		cr_assert_geq(seen.follows, NPROC / 2, "seed %lu: %lu epochs follow", (unsigned long)seed,
-			      (unsigned long)seen.follows);
-		cr_assert_geq(seen.rides, NPROC / 2, "seed %lu: %lu rides", (unsigned long)seed,
-			      (unsigned long)seen.rides);
-		cr_assert_geq(seen.resets, 1, "seed %lu: no epoch started over", (unsigned long)seed);
+		/* the run is the one meant: every process's fence rides; on a
+		 * kept log, epochs follow and one starts over */
+		cr_assert_geq(seen.rides, removing ? NPROC : NPROC / 2, "seed %lu: %lu rides",
+			      (unsigned long)seed, (unsigned long)seen.rides);
+		if (!removing) {
+			cr_assert_geq(seen.follows, NPROC / 2, "seed %lu: %lu epochs follow",
+				      (unsigned long)seed, (unsigned long)seen.follows);
+			cr_assert_geq(seen.resets, 1, "seed %lu: no epoch started over",
+				      (unsigned long)seed);
+		} else {
+			cr_assert_eq(seen.logs_left, 0, "seed %lu: the last close removes the log",
+				     (unsigned long)seed);
+		}
 		for (crash_op = 1; crash_op <= total; crash_op++) {
 			nimg = 0;
 			workload(seed, 0);
@@ -201,7 +219,23 @@ Test(follow, kept_log_short_processes_at_every_cut, .timeout = 600)
 			}
 		}
 	}
-	cr_log_info("%lu crash images of short processes on a kept log", (unsigned long)cuts);
+	return cuts;
+}
+
+Test(follow, kept_log_short_processes_at_every_cut, .timeout = 600)
+{
+	cr_log_info("%lu crash images of short processes on a kept log", (unsigned long)every_cut());
+}
+
+/* The default: each process makes the log and its last close removes it.
+ * Its images with the directory's name changes lost are what says that the
+ * new log's name is durable before its first commit is acknowledged. */
+Test(follow, short_processes_making_and_removing_the_log_at_every_cut, .timeout = 600)
+{
+	removing = 1;
+	uint64_t cuts = every_cut();
+	removing = 0;
+	cr_log_info("%lu crash images of short processes, each making its log", (unsigned long)cuts);
 }
 
 /*

@@ -335,3 +335,45 @@ Test(io_mem, untracked_writes_all_survive)
 	img = alex_mem_crash(mem, ALEX_CRASH_LOSE, 1);
 	cr_expect_eq(size_in(img, DB), 100u);
 }
+
+static int exists_in(alex_mem *m, const char *path)
+{
+	struct alex_io mi = alex_mem_io(m);
+	int fd;
+	return mi.ops->open(mi.ctx, path, 0, &fd) == 0;
+}
+
+/* Name changes -- a file made, renamed, unlinked -- are durable once their
+ * directory is synced; an image with ALEX_CRASH_DIRS_LOST has the names of
+ * that sync, each with its data as the data model leaves it.  Without the
+ * flag every name change is durable at once, as before. */
+Test(io_mem, name_changes_last_only_with_a_directory_sync)
+{
+	const char *old = "/mem/d/old", *tmp = "/mem/d/tmp", *neu = "/mem/d/new";
+	int a = mk(old);
+	put(a, 'a', 10, 0);
+	cr_assert_eq(o->fdatasync(io.ctx, a), 0);
+	cr_assert_eq(o->sync_dir(io.ctx, old), 0);
+	int t = mk(tmp);
+	put(t, 't', 10, 0);
+	cr_assert_eq(o->fdatasync(io.ctx, t), 0);
+	cr_assert_eq(o->rename(io.ctx, tmp, neu, 1), 0);
+	cr_assert_eq(o->unlink(io.ctx, old), 0);
+
+	img = alex_mem_crash(mem, ALEX_CRASH_KEEP, 0);
+	cr_expect(!exists_in(img, old) && !exists_in(img, tmp) && exists_in(img, neu),
+		  "without the flag: as the names are now");
+	alex_mem_free(img);
+	img = alex_mem_crash(mem, ALEX_CRASH_KEEP | ALEX_CRASH_DIRS_LOST, 0);
+	size_t len;
+	cr_expect(exists_in(img, old), "the unlink was lost: the file is back");
+	cr_expect_eq(bytes(img, old, &len)[0], 'a');
+	cr_expect(!exists_in(img, neu) && !exists_in(img, tmp), "the new file's name was never synced");
+	alex_mem_free(img);
+
+	cr_assert_eq(o->sync_dir(io.ctx, neu), 0);
+	img = alex_mem_crash(mem, ALEX_CRASH_LOSE | ALEX_CRASH_DIRS_LOST, 0);
+	cr_expect(!exists_in(img, old), "after the sync the unlink stays");
+	cr_expect(exists_in(img, neu) && bytes(img, neu, &len)[0] == 't', "and the rename");
+	cr_expect(!exists_in(img, tmp));
+}
