@@ -7,8 +7,10 @@
  * close's unmark lost with the power), which the first mark of a new log
  * rides over (protect.c).
  * Each crash image (writes since the last sync lost, kept, the last one
- * torn, or any subset of them kept, whole or by sectors) must recover to the state after a committed transaction no older
- * than the last acknowledged one, byte for byte.
+ * torn, or any subset of them kept, whole or by sectors; once more with
+ * the directory's unsynced name changes lost too) must recover to the
+ * state after a committed transaction no older than the last acknowledged
+ * one, byte for byte.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@ struct state {
 static struct state model, *snaps;
 static int nsnaps;
 static uint64_t crash_op;
-static alex_mem *imgs[5];
+static alex_mem *imgs[6];
 static int nimg;
 static int acked_at_crash;
 
@@ -43,6 +45,8 @@ static void hook(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
 	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_TEAR, op * 7919);
 	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_TEAR, op * 104729 + 1);
 	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_SUBSET, op * 7577 + 3);
+	/* and the name changes since the directory's last sync lost */
+	imgs[nimg++] = alex_mem_crash(m, ALEX_CRASH_SUBSET | ALEX_CRASH_DIRS_LOST, op * 131 + 5);
 	acked_at_crash = nsnaps - 1;
 }
 
@@ -156,7 +160,8 @@ static uint64_t workload(uint64_t seed, int reference)
 
 Test(crashmix, every_operation_of_random_byte_workloads, .timeout = 600)
 {
-	static const char *names[] = { "lost", "kept", "torn", "torn", "subset" };
+	static const char *names[] = { "lost", "kept", "torn", "torn", "subset",
+				       "subset, names lost" };
 	uint64_t cuts = 0;
 
 	snaps = malloc((NTX + 1) * sizeof *snaps);
@@ -166,7 +171,7 @@ Test(crashmix, every_operation_of_random_byte_workloads, .timeout = 600)
 		for (crash_op = 1; crash_op <= total; crash_op++) {
 			nimg = 0;
 			workload(seed, 0);
-			cr_assert_eq(nimg, 5);
+			cr_assert_eq(nimg, 6);
 			for (int k = 0; k < nimg; k++) {
 				struct alex_io io = alex_mem_io(imgs[k]);
 				struct alex_config c;
