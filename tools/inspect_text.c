@@ -65,7 +65,10 @@ static void text_header(const struct alex_logmap *lm, const char *path)
 		"epoch not fenced: the log's records count",
 		"without this epoch's fence: the records are checkpointed already",
 		"fenced by another log: this log is not its own (alex_open refuses it)" };
-	printf("; %s\n", why[lm->epoch_state]);
+	if (lm->epoch_state == ALEX_EPOCH_APPLIED && !lm->nrec)
+		printf("; without this epoch's fence, and no record of it: begun, not yet written\n");
+	else
+		printf("; %s\n", why[lm->epoch_state]);
 	printf("epochs: %llu (current): %zu record%s, %llu bytes from byte %llu\n", U(h->epoch),
 	       lm->nrec, plural(lm->nrec), U(lm->used), U(h->data_off));
 	for (size_t i = 0; i < lm->nleft; i++)
