@@ -93,8 +93,20 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	struct alex_shm_look look;
 	int err;
 
-	if (force || !db->epoch_live || !db->epoch_commits || db->doubt ||
-	    !alex_shm_unchanged(db)) {
+	if (!force && db->epoch_live && !db->epoch_commits && !db->doubt &&
+	    alex_shm_unchanged(db)) {
+		/* A log that holds nothing and has not changed (a kept log at
+		 * rest, an epoch begun and not yet written): nothing in it to
+		 * read, but the fence is down, so a program without ALEX may
+		 * have written the base files -- those are read again, as the
+		 * slow way does (reload_log). */
+		uint64_t stamp = db->base_stamp;
+		if ((err = alex_bases_open(db)))
+			return err;
+		if (db->base_stamp != stamp)
+			db->view_gen++;
+	} else if (force || !db->epoch_live || !db->epoch_commits || db->doubt ||
+		   !alex_shm_unchanged(db)) {
 		struct alex_loghdr was = db->hdr;
 		uint64_t lsn = db->next_lsn, stamp = db->base_stamp;
 		alex_shm_look_begin(db, &look);

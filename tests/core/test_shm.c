@@ -80,6 +80,39 @@ Test(shm, a_catch_up_is_skipped_only_when_nothing_changed)
 }
 
 
+/* A log that holds nothing and has not changed is not read again, but the
+ * base is (the fence is down): a program without ALEX that grows and writes
+ * the file meanwhile is seen at the next catch-up. */
+Test(shm, an_empty_unchanged_log_still_sees_the_base_change)
+{
+	alex_db *a = open_engine(&cfg, &io), *c = open_engine(&cfg, &io);
+	uint8_t b[BLK], r[BLK];
+	uint64_t size;
+	size_t got;
+	int fd;
+
+	commit_and_follow(a, c, 1, 1);
+	cr_assert_eq(alex_checkpoint(a), 0); /* the log holds nothing now */
+	cr_assert_eq(alex_refresh(c, 1), 0);
+	cr_assert_eq(alex_refresh(c, 1), 0);
+	/* a program without ALEX: a new block at the end, and block 1 again */
+	cr_assert_eq(io.ops->open(io.ctx, DB, 0, &fd), 0);
+	fill_block(b, 77, 5);
+	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, BLK, 5 * BLK), 0);
+	fill_block(r, 78, 1);
+	cr_assert_eq(io.ops->pwrite(io.ctx, fd, r, BLK, BLK), 0);
+	cr_assert_eq(alex_refresh(c, 1), 0);
+	cr_assert_eq(alex_size(c, ALEX_FILE_DB, &size), 0);
+	cr_expect_eq(size, 6 * BLK, "the file grew outside ALEX");
+	cr_assert_eq(alex_read(c, ALEX_FILE_DB, r, BLK, 5 * BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
+	fill_block(b, 78, 1);
+	cr_assert_eq(alex_read(c, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK);
+	alex_close(c);
+	alex_close(a);
+}
+
 Test(shm, a_damaged_or_foreign_region_is_never_believed)
 {
 	alex_db *a = open_engine(&cfg, &io), *c = open_engine(&cfg, &io);
