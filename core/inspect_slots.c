@@ -104,7 +104,6 @@ int alex_lm_read_slots(struct rd *r, struct alex_logmap *lm)
  * record of it at off says so (recover.c: adopt_next_epoch). */
 int alex_lm_adopt(struct rd *r, struct alex_logmap *lm, uint64_t off)
 {
-	struct alex_rec rec;
 	size_t got;
 	int err;
 
@@ -112,22 +111,9 @@ int alex_lm_adopt(struct rd *r, struct alex_logmap *lm, uint64_t off)
 		return 0;
 	if ((err = read_at(r->fd, r->buf, ALEX_BLOCK, off, &got)))
 		return err;
-	if (got < ALEX_BLOCK || !alex_rec_peek(r->buf, &rec) || rec.epoch != lm->hdr.epoch + 1)
-		return 0;
-	uint64_t epoch = rec.epoch, lsn = rec.lsn;
-	uint32_t salt = rec.prev_crc;
-	if (alex_rec_decode(r->buf, lm->log_size - off, epoch, lsn, salt, &rec) != ALEX_STOP_NONE)
-		return 0;
-	lm->hdr.epoch = epoch;
-	lm->hdr.start_lsn = lsn;
-	lm->hdr.salt = salt;
-	lm->hdr.data_off = off;
-	lm->hdr.version = alex_loghdr_next_version(lm->hdr.version);
-	lm->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
-	if ((lm->mark.has_fence && lm->mark.fence == alex_protect_fence(&lm->hdr)) ||
-	    off > ALEX_LOG_DATA)
-		lm->hdr.flags |= ALEX_HDR_FENCED;
-	lm->adopted = 1;
+	if (got == ALEX_BLOCK &&
+	    alex_protect_adopt(&lm->hdr, &lm->mark, r->buf, lm->log_size - off, off))
+		lm->adopted = 1;
 	return 0;
 }
 

@@ -463,10 +463,11 @@ static int mem_sync_dir(void *ctx, const char *path)
 
 	for (size_t i = 0; i < m->nfiles; i++) {
 		struct mfile *f = &m->files[i];
-		if (!(f->name && same_dir(f->name, path)) && !(f->dname && same_dir(f->dname, path)))
+		int here = f->name && same_dir(f->name, path);
+		if (!here && !(f->dname && same_dir(f->dname, path)))
 			continue;
-		char *d = f->name && same_dir(f->name, path) ? strdup(f->name) : NULL;
-		if (f->name && same_dir(f->name, path) && !d)
+		char *d = here ? strdup(f->name) : NULL;
+		if (here && !d)
 			return ENOMEM;
 		free(f->dname);
 		f->dname = d;

@@ -117,6 +117,13 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_
 	db->epoch_started = 0;
 }
 
+/* May an epoch begun over this base header say FENCED in its first slot
+ * (its mark then riding on its first commit's sync: protect.c)? */
+static int fenced_from_start(const struct alex_db *db, const uint8_t *base_hdr)
+{
+	return db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR);
+}
+
 /*
  * Makes the log under a name of its own and renames it into place without
  * replacing: two processes creating one database at once both get the same
@@ -141,7 +148,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	/* Over an SQLite database a new log is fenced from its first header:
 	 * its first mark rides on the first commit's sync (protect.c), so no
 	 * header of it may ever let a record count without that mark. */
-	int fenced = db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR);
+	int fenced = fenced_from_start(db, base_hdr);
 	if (fenced)
 		db->hdr.flags |= ALEX_HDR_FENCED;
 	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
@@ -370,9 +377,8 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	 * then grows; a checkpoint made for room restarts at 8192). */
 	uint64_t end = db->epoch_live ? db->append_off : ALEX_LOG_DATA;
 	int follow = alex_loghdr_next_version(db->hdr.version) >= ALEX_FORMAT_VERSION &&
-		     db->cfg.protect_base && alex_protect_markable(base_hdr, ALEX_BASE_HDR) &&
-		     end > ALEX_LOG_DATA && end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db) &&
-		     !db->making_room;
+		     fenced_from_start(db, base_hdr) && end > ALEX_LOG_DATA &&
+		     end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db) && !db->making_room;
 	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1,
 		   follow ? alex_roundup_block(end) : ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);

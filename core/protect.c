@@ -230,6 +230,36 @@ static int vanished_fence(const struct alex_db *db, const uint8_t *base_hdr)
 	       memcmp(base_hdr, db->hdr.base, ALEX_BASE_HDR) == 0;
 }
 
+int alex_protect_adopt(struct alex_loghdr *h, const struct alex_mark *mark, const uint8_t *blk,
+		       uint64_t room, uint64_t off)
+{
+	struct alex_rec r;
+
+	if (!alex_rec_peek(blk, &r) || r.epoch != h->epoch + 1)
+		return 0;
+	uint64_t epoch = r.epoch, lsn = r.lsn;
+	uint32_t salt = r.prev_crc;
+	if (alex_rec_decode(blk, room, epoch, lsn, salt, &r) != ALEX_STOP_NONE)
+		return 0;
+	h->epoch = epoch;
+	h->start_lsn = lsn;
+	h->salt = salt;
+	h->data_off = off;
+	/* a log's epochs share its version (format.h) */
+	h->version = alex_loghdr_next_version(h->version);
+	/* the lost slot's copy of the base is unknown: unchecked this time,
+	 * and the rewritten slot records the base as it is now.  It was fenced
+	 * if the base carries this epoch's fence -- or if it follows the one
+	 * before (off past 8192): such a slot says FENCED from its first write,
+	 * and its fence rides on its first record's sync, so the record may be
+	 * on the disk without it (format.h).  Not fenced, that record would
+	 * count over a base a program without ALEX was free to change. */
+	h->flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
+	if ((mark->has_fence && mark->fence == alex_protect_fence(h)) || off > ALEX_LOG_DATA)
+		h->flags |= ALEX_HDR_FENCED;
+	return 1;
+}
+
 int alex_protect_foreign(struct alex_db *db, const uint8_t *base_hdr)
 {
 	uint64_t ours = alex_protect_fence(&db->hdr), f = db->mark.fence;

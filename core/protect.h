@@ -26,6 +26,12 @@ int alex_protect_may_ride(const struct alex_db *db);
  * on exactly this base: base_hdr, the base's header as SQLite reads it,
  * equals the header's copy; NULL: read it from the file). */
 int alex_protect_foreign(struct alex_db *db, const uint8_t *base_hdr);
+/* A damaged header slot may have been epoch h->epoch + 1's: if blk (a
+ * block of the log at off, room bytes to its end) holds that epoch's first
+ * record, h becomes that epoch's header (its base copy unknown) and 1 is
+ * returned (recover.c, inspect_slots.c). */
+int alex_protect_adopt(struct alex_loghdr *h, const struct alex_mark *mark, const uint8_t *blk,
+		       uint64_t room, uint64_t off);
 /* Can this page 1 carry the mark and be given back exactly (an SQLite
  * header with zeros where SQLite keeps them)? */
 int alex_protect_markable(const uint8_t *blk0, size_t len);

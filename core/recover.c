@@ -97,8 +97,6 @@ static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, ui
  */
 static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 {
-	struct alex_rec r;
-	const uint8_t *b = db->rec;
 	size_t got;
 	int err;
 
@@ -107,30 +105,9 @@ static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
 		return err;
-	if (got < ALEX_BLOCK || !alex_rec_peek(b, &r))
+	if (got < ALEX_BLOCK ||
+	    !alex_protect_adopt(&db->hdr, &db->mark, db->rec, db->alloc_end - off, off))
 		return 0;
-	uint64_t epoch = r.epoch, lsn = r.lsn;
-	uint32_t salt = r.prev_crc;
-	if (epoch != db->hdr.epoch + 1 ||
-	    alex_rec_decode(b, db->alloc_end - off, epoch, lsn, salt, &r) != ALEX_STOP_NONE)
-		return 0;
-	db->hdr.epoch = epoch;
-	db->hdr.start_lsn = lsn;
-	db->hdr.salt = salt;
-	db->hdr.data_off = off;
-	/* a log's epochs share its version (format.h) */
-	db->hdr.version = alex_loghdr_next_version(db->hdr.version);
-	/* the lost slot's copy of the base is unknown: unchecked this time,
-	 * and the rewritten slot records the base as it is now.  It was fenced
-	 * if the base carries this epoch's fence -- or if it follows the one
-	 * before (off past 8192): such a slot says FENCED from its first write,
-	 * and its fence rides on its first record's sync, so the record may be
-	 * on the disk without it (format.h).  Not fenced, that record would
-	 * count over a base a program without ALEX was free to change. */
-	db->hdr.flags &= ~(ALEX_HDR_BASE | ALEX_HDR_FENCED);
-	if ((db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr)) ||
-	    off > ALEX_LOG_DATA)
-		db->hdr.flags |= ALEX_HDR_FENCED;
 	db->st.header_repaired = 1;
 	*adopted = 1;
 	return alex_protect_base_header(db, db->hdr.base);

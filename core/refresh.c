@@ -84,29 +84,28 @@ static int reload_log(alex_db *db, int force, int may_abort)
 
 /*
  * The fast way (shm.c): nothing changed in the log since this engine last
- * read it, and the log holds pages, so the base files are fenced and no
- * program without ALEX can have written them.  Else the log is read, and
- * what that read saw is remembered when no change raced it.
+ * read it.  If the log holds pages, the base files are fenced and no
+ * program without ALEX can have written them: nothing is read.  If it holds
+ * none (a kept log at rest, an epoch begun and not yet written), the fence
+ * is down, so the base files are read again, as the slow way does
+ * (reload_log), but not the log.  Else the log is read, and what that read
+ * saw is remembered when no change raced it.
  */
 int alex_reload(alex_db *db, int force, int may_abort)
 {
 	struct alex_shm_look look;
 	int err;
+	int unchanged = !force && db->epoch_live && !db->doubt && alex_shm_unchanged(db);
 
-	if (!force && db->epoch_live && !db->epoch_commits && !db->doubt &&
-	    alex_shm_unchanged(db)) {
-		/* A log that holds nothing and has not changed (a kept log at
-		 * rest, an epoch begun and not yet written): nothing in it to
-		 * read, but the fence is down, so a program without ALEX may
-		 * have written the base files -- those are read again, as the
-		 * slow way does (reload_log). */
+	if (unchanged && db->epoch_commits) {
+		db->st.refreshes_skipped++;
+	} else if (unchanged) {
 		uint64_t stamp = db->base_stamp;
 		if ((err = alex_bases_open(db)))
 			return err;
 		if (db->base_stamp != stamp)
 			db->view_gen++;
-	} else if (force || !db->epoch_live || !db->epoch_commits || db->doubt ||
-		   !alex_shm_unchanged(db)) {
+	} else {
 		struct alex_loghdr was = db->hdr;
 		uint64_t lsn = db->next_lsn, stamp = db->base_stamp;
 		alex_shm_look_begin(db, &look);
@@ -120,8 +119,6 @@ int alex_reload(alex_db *db, int force, int may_abort)
 		if (force || db->base_stamp != stamp || db->next_lsn != lsn || db->hdr.epoch != was.epoch ||
 		    db->hdr.salt != was.salt || memcmp(db->hdr.uuid, was.uuid, 16) != 0)
 			db->view_gen++;
-	} else {
-		db->st.refreshes_skipped++;
 	}
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];
