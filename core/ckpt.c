@@ -247,8 +247,13 @@ static int run_once(alex_db *db)
 		db->failed = 1;
 		return err;
 	}
-	buf = aligned_alloc(ALEX_BLOCK, (size_t)RUN_BLOCKS * ALEX_BLOCK);
-	if (!buf || !(keys = sorted_keys(&db->map, &n))) {
+	/* A run never holds more blocks than there are keys: a small
+	 * checkpoint's buffer stays small, on the heap, where a 256 KiB one
+	 * would be a fresh mapping each time (page faults, and an munmap
+	 * whose TLB shootdown costs tens of microseconds in a VM) */
+	if (!(keys = sorted_keys(&db->map, &n)) ||
+	    !(buf = aligned_alloc(ALEX_BLOCK, (n < 1 ? 1 : n < RUN_BLOCKS ? n : RUN_BLOCKS) *
+						      (size_t)ALEX_BLOCK))) {
 		err = ALEX_ENOMEM;
 		goto out;
 	}

@@ -6,7 +6,10 @@
 
 #include "map.h"
 
-#define ALEX_SLAB_SLOTS 64u
+/* 64 KiB a slab: under malloc's mmap threshold (128 KiB), so a small
+ * transaction's slots come from the heap, not from a fresh mapping that
+ * costs page faults and, at close, an munmap with its TLB shootdown */
+#define ALEX_SLAB_SLOTS 16u
 
 /*
  * The collector: the blocks written since the last record, newest version

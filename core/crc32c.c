@@ -30,7 +30,11 @@ uint32_t alex_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <nmmintrin.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#include <sys/platform/x86.h>
+#endif
 
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const void *buf,
 							  size_t len)
@@ -58,8 +62,19 @@ int alex_crc32c_hw(void)
 {
 	static int have = -1;
 
-	if (have < 0)
-		have = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	/* glibc's loader has asked the CPU already; libgcc's
+	 * __builtin_cpu_supports would link a constructor that asks again at
+	 * every process's start -- a dozen CPUID instructions, each a trap
+	 * to the hypervisor in a virtual machine (about 5 us each here), paid
+	 * by every program run under LD_PRELOAD, most of which never commit */
+	if (have < 0) {
+#ifdef CPU_FEATURE_ACTIVE
+		have = CPU_FEATURE_ACTIVE(SSE4_2) ? 1 : 0;
+#else
+		unsigned a, b, c, d;
+		have = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) ? 1 : 0;
+#endif
+	}
 	return have;
 }
 

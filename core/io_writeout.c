@@ -49,13 +49,75 @@
 		      FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |                   \
 		      FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_SHARED)
 
+/* Reads the small text file path (procfs, sysfs) into buf, NUL-ended:
+ * its length, or -1. */
+static long read_small(const char *path, char *buf, size_t cap)
+{
+	size_t len = 0;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	for (long r = 1; r != 0 && len + 1 < cap;) {
+		r = syscall(SYS_read, (int)fd, buf + len, cap - 1 - len);
+		if (r < 0 && errno != EINTR) {
+			syscall(SYS_close, (int)fd);
+			return -1;
+		}
+		len += r > 0 ? (size_t)r : 0;
+	}
+	syscall(SYS_close, (int)fd);
+	buf[len] = '\0';
+	return (long)len;
+}
+
+int alex_io_opts_journal(const char *opts)
+{
+	for (const char *p = opts; (p = strstr(p, "data=journal")); p += 12)
+		if ((p == opts || p[-1] == '\n') && (p[12] == '\n' || !p[12]))
+			return 1;
+	return 0;
+}
+
+/* The ext4 file system on dev journals data, from its own options file
+ * (/proc/fs/ext4/NAME/options lists every option, defaults included, one
+ * a line; NAME is the block device's, from /sys/dev/block/MAJ:MIN): 1, 0,
+ * or -1 when either cannot be read.  A few small reads, where the mount
+ * table costs tens of microseconds to make (about 60 us per process here,
+ * a container's many mounts) -- and a short process asks once.  Since
+ * Linux 5.x this file names the data mode even when it is the superblock's
+ * default (tune2fs -o journal_data), which the mount table does not. */
+static int ext4_options_journal(dev_t dev)
+{
+	char link[64], target[256], path[320], opts[4096];
+
+	snprintf(link, sizeof link, "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	long n = syscall(SYS_readlinkat, AT_FDCWD, link, target, sizeof target - 1);
+	if (n <= 0 || n >= (long)sizeof target - 1)
+		return -1;
+	target[n] = '\0';
+	const char *name = strrchr(target, '/');
+	name = name ? name + 1 : target;
+	if (!*name || snprintf(path, sizeof path, "/proc/fs/ext4/%s/options", name) >= (int)sizeof path)
+		return -1;
+	long len = read_small(path, opts, sizeof opts);
+	if (len <= 0 || len >= (long)sizeof opts - 1) /* empty, or cut short: unsure */
+		return -1;
+	return alex_io_opts_journal(opts);
+}
+
 /* The ext4 mount of device dev sends file data through its journal
- * (data=journal), from /proc/self/mountinfo; 1 too when that cannot be
- * read.  Asked once per epoch of a log, so not cached. */
+ * (data=journal): from the file system's options file, or failing that
+ * /proc/self/mountinfo; 1 too when neither can be read.  Asked once per
+ * epoch of a log, so not cached. */
 static int ext4_journals_data(dev_t dev)
 {
 	char want[32], *buf = NULL;
 	size_t len = 0, cap = 0;
+	int opt = ext4_options_journal(dev);
+
+	if (opt >= 0)
+		return opt;
 	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 1;

@@ -9,4 +9,7 @@
  * would not make it durable (the caller must sync fd itself). */
 int alex_io_write_out(int fd, uint64_t off, uint64_t n, int with);
 
+/* An ext4 options file's text (one option a line) says data=journal. */
+int alex_io_opts_journal(const char *opts);
+
 #endif

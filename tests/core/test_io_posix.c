@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "io_writeout.h"
 
 static char dir[64];
 static const struct alex_io_ops *o;
@@ -230,4 +231,18 @@ Test(io_posix, locks_exclude_between_descriptions)
 	cr_expect_eq(o->lock(ctx, a, 0, ALEX_EXCLUSIVE), 0);
 	cr_expect_eq(o->lock(ctx, a, 1, ALEX_EXCLUSIVE), 0);
 	o->close(ctx, a);
+}
+
+/* The data mode is read from the ext4 options file, one option a line:
+ * only a whole "data=journal" line counts. */
+Test(io_posix_writeout, options_file_data_mode)
+{
+	cr_expect_eq(alex_io_opts_journal("rw\ndata=journal\nbarrier\n"), 1);
+	cr_expect_eq(alex_io_opts_journal("data=journal\n"), 1);
+	cr_expect_eq(alex_io_opts_journal("rw\ndata=journal"), 1);
+	cr_expect_eq(alex_io_opts_journal("rw\ndata=ordered\n"), 0);
+	cr_expect_eq(alex_io_opts_journal("rw\ndata=writeback\n"), 0);
+	cr_expect_eq(alex_io_opts_journal("journal_path=/x/data=journal\n"), 0);
+	cr_expect_eq(alex_io_opts_journal("rw\ndata=journalled\n"), 0);
+	cr_expect_eq(alex_io_opts_journal(""), 0);
 }
