@@ -90,6 +90,7 @@ struct alex_db {
 	/* record staging: header + table + payload, 4096-aligned */
 	uint8_t *rec;
 	size_t rec_cap;
+	size_t rec_dirty;         /* rec holds zeros from here on (stage.c) */
 	uint8_t *scratch;         /* two blocks: decode input, block assembly */
 	/* page 1's newest log copy, decoded (read.c): SQLite reads its change
 	 * counter at every transaction, and this engine wrote it last, more

@@ -56,6 +56,12 @@ int alex_make_room(struct alex_db *db);
  * record the collector can make when that is enough).  Its contents are
  * not kept. */
 int alex_rec_room(struct alex_db *db, size_t need);
+/* n bytes of db->rec were overwritten (a record read into it). */
+static inline void alex_rec_touched(struct alex_db *db, size_t n)
+{
+	if (n > db->rec_dirty)
+		db->rec_dirty = n;
+}
 /* Builds the collector into db->rec as one record with these flags (COND
  * takes db->cond); its length in *len, its block count in *n. */
 int alex_stage_build(struct alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n);

@@ -31,9 +31,13 @@ int alex_rec_room(alex_db *db, size_t need)
 	uint8_t *r = aligned_alloc(ALEX_BLOCK, cap);
 	if (!r)
 		return ALEX_ENOMEM;
+	/* zeros once, so that a record's padding needs zeroing only where an
+	 * earlier record reached past it (rec_dirty) */
+	memset(r, 0, cap);
 	free(db->rec);
 	db->rec = r;
 	db->rec_cap = cap;
+	db->rec_dirty = 0;
 	return 0;
 }
 
@@ -80,8 +84,13 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 		db->st.blocks_compressed += how == ALEX_BLK_LZ4;
 		db->st.blocks_gapped += how == ALEX_BLK_GAP;
 	}
+	/* the padding is zeros: what an earlier record (or one read in) left
+	 * past pos is cleared, once, and the buffer is zeros from pos on --
+	 * not most of a 4 KiB block cleared at every commit */
 	uint64_t rec_len = alex_roundup_block(pos);
-	memset(rec + pos, 0, rec_len - pos);
+	if (db->rec_dirty > pos)
+		memset(rec + pos, 0, db->rec_dirty - pos);
+	db->rec_dirty = pos;
 
 	struct alex_rec r = { 0 };
 	r.hdr_len = (uint32_t)hdr_len;

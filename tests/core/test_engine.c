@@ -859,3 +859,45 @@ Test(engine, a_slot_of_an_unknown_version_refuses_the_log)
 	alex_db *d2;
 	cr_expect_eq(alex_open(DB, &cfg, &io, &d2), ALEX_EVERSION);
 }
+
+/* A record's padding is zeros, though the staging buffer is reused: a
+ * larger record built before it, or records read into it by recovery,
+ * leave their bytes there (stage.c clears only what they reached). */
+Test(engine, record_padding_is_zeros_after_a_larger_record)
+{
+	cfg.compress = ALEX_COMPRESS_OFF;
+	cfg.checkpoint_bytes = 64u << 20;
+	alex_db *db = open_db();
+	uint8_t b[BLK];
+	struct alex_stats st;
+	size_t len;
+
+	for (uint32_t round = 0; round < 2; round++) {
+		/* three noise blocks: one record of 16 KiB */
+		for (uint32_t k = 1; k <= 3; k++) {
+			fill_block(b, 3 + round, k);
+			for (unsigned i = 8; i < BLK; i++) /* no zero byte left */
+				b[i] = (uint8_t)(b[i] | 0x80);
+			cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)k * BLK), 0);
+		}
+		cr_assert_eq(alex_commit(db), 0);
+		if (round == 1) { /* recovery reads the records into the buffer */
+			alex_close(db);
+			db = open_db();
+		}
+		alex_stats(db, &st);
+		uint64_t start = alex_mem_get(mem, LOG, &len) ? st.log_used : 0;
+		fill_block(b, 10 + round, 5);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, 5 * BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+		alex_stats(db, &st);
+		cr_assert_eq(st.log_used - start, 2 * BLK, "one block raw: an 8 KiB record");
+		const uint8_t *log = alex_mem_get(mem, LOG, &len);
+		uint64_t rec = 2 * BLK + start, pad = ALEX_REC_FIXED + ALEX_REC_ENTRY + BLK;
+		cr_assert_geq(len, rec + 2 * BLK);
+		for (uint64_t i = rec + pad; i < rec + 2 * BLK; i++)
+			cr_assert_eq(log[i], 0, "padding byte %llu of round %u",
+				     (unsigned long long)(i - rec), round);
+	}
+	alex_close(db);
+}
