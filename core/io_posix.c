@@ -299,7 +299,16 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 		err = EPERM;
 		goto out;
 	}
-	if (!linked && syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
+	/* A new file gets its bytes by a write: space is reserved (an ENOSPC
+	 * comes back here, not as a SIGBUS later), and a file system that
+	 * allocates late never gives a block to a region removed before its
+	 * write-back -- a short process's region costs the disk nothing, not
+	 * an allocation and a discard.  One already written needs nothing. */
+	if (!linked && st.st_size == 0) {
+		if ((err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
+			goto out;
+	} else if (!linked && (st.st_size < 4096 || st.st_blocks < 4096 / 512) &&
+		   syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
 		if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
 			err = errno;
 			goto out;

@@ -246,3 +246,52 @@ Test(io_posix_writeout, options_file_data_mode)
 	cr_expect_eq(alex_io_opts_journal("rw\ndata=journalled\n"), 0);
 	cr_expect_eq(alex_io_opts_journal(""), 0);
 }
+
+static int mark_region(void *region, void *arg, int may_change)
+{
+	uint8_t *r = region;
+	(void)may_change;
+	if (r[0] != 0x5a) { /* not ours yet: made so */
+		r[0] = 0x5a;
+		r[1] = *(uint8_t *)arg;
+	}
+	return 0;
+}
+
+/* The shared region: a new file is written (its space reserved, never a
+ * hole under the mapping), a file already written is mapped as it is --
+ * a second opener sees the first one's bytes -- and one with a hole (a
+ * crash before its write-back) is given its space before it is mapped. */
+Test(io_posix, shm_region_is_written_once_and_never_a_hole)
+{
+	char path[128];
+	struct alex_finfo like = { .mode = 0640, .uid = (uint32_t)geteuid(),
+				   .gid = (uint32_t)getegid() };
+	struct stat st;
+	uint8_t one = 1, two = 2;
+	void *a, *b;
+
+	snprintf(path, sizeof path, "%s/t.db-alex-shm", dir);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &one, &a), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_size, 4096);
+	cr_expect_geq(st.st_blocks * 512, 4096, "space reserved or allocated");
+	cr_expect_eq(st.st_mode & 0777, 0640u);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &b), 0);
+	cr_expect_eq(((uint8_t *)b)[1], 1, "the second mapping sees the first one's region");
+	((uint8_t *)a)[2] = 7;
+	cr_expect_eq(((uint8_t *)b)[2], 7, "one region, shared");
+	o->shm_unmap(ctx, a);
+	o->shm_unmap(ctx, b);
+
+	cr_assert_eq(unlink(path), 0);
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4096), 0); /* all hole */
+	close(fd);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &a), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_geq(st.st_blocks * 512, 4096, "the hole was filled before the mapping");
+	cr_expect_eq(((uint8_t *)a)[1], 2);
+	o->shm_unmap(ctx, a);
+}
