@@ -145,6 +145,20 @@ static int px_stat(void *ctx, int fd, struct alex_finfo *fi)
 	return 0;
 }
 
+/* Gives fd (whose stat is st) like's owner and permission bits. */
+static int own_as(int fd, const struct stat *st, const struct alex_finfo *like)
+{
+	/* root: the database's owner and group first (a chown clears the
+	 * set-id bits, and a non-root caller may not give files away) */
+	if ((st->st_uid != like->uid || st->st_gid != like->gid) && syscall(SYS_geteuid) == 0 &&
+	    syscall(SYS_fchown, fd, like->uid, like->gid) < 0)
+		return errno;
+	if ((st->st_mode & 0777) != (like->mode & 0777) &&
+	    syscall(SYS_fchmod, fd, like->mode & 0777) < 0)
+		return errno;
+	return 0;
+}
+
 static int px_own(void *ctx, int fd, const struct alex_finfo *like)
 {
 	struct stat st;
@@ -152,15 +166,7 @@ static int px_own(void *ctx, int fd, const struct alex_finfo *like)
 	(void)ctx;
 	if (syscall(SYS_fstat, fd, &st) < 0)
 		return errno;
-	/* root: the database's owner and group first (a chown clears the
-	 * set-id bits, and a non-root caller may not give files away) */
-	if (syscall(SYS_geteuid) == 0 && (st.st_uid != like->uid || st.st_gid != like->gid) &&
-	    syscall(SYS_fchown, fd, like->uid, like->gid) < 0)
-		return errno;
-	if ((st.st_mode & 0777) != (like->mode & 0777) &&
-	    syscall(SYS_fchmod, fd, like->mode & 0777) < 0)
-		return errno;
-	return 0;
+	return own_as(fd, &st, like);
 }
 
 static int px_space(void *ctx, int fd, uint64_t *avail)
@@ -295,7 +301,7 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 	}
 	/* one the database's mode cannot be given to (another user made it,
 	 * then the database's mode changed) will do if it is no more open */
-	if (!linked && px_own(ctx, fd, like) && (st.st_mode & 0777 & ~like->mode)) {
+	if (!linked && own_as(fd, &st, like) && (st.st_mode & 0777 & ~like->mode)) {
 		err = EPERM;
 		goto out;
 	}

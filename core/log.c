@@ -239,14 +239,14 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 
 /* The log must not be readable or writable by anyone the database keeps
  * out: give it the database's mode (and owner), or refuse it. */
-static int check_owner(struct alex_db *db, int fd)
+/* log: fd's stat, just taken */
+static int check_owner(struct alex_db *db, int fd, struct alex_finfo log)
 {
 	const struct alex_io_ops *o = db->io.ops;
-	struct alex_finfo base, log;
+	struct alex_finfo base;
 	int err;
 
-	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
-	    (err = o->stat(db->io.ctx, fd, &log)))
+	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)))
 		return err;
 	if (!(log.mode & 0777 & ~base.mode) && log.uid == base.uid && log.gid == base.gid)
 		return 0;
@@ -267,7 +267,7 @@ int alex_log_open(struct alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	struct alex_finfo fi;
-	int err, fd, exists;
+	int err, fd;
 
 	alex_shm_detach(db);
 	db->log_fd = -1;
@@ -275,10 +275,7 @@ int alex_log_open(struct alex_db *db)
 	db->log_virgin = 0;
 	memset(&db->hdr, 0, sizeof db->hdr);
 	for (int tries = 0; tries < 100; tries++) {
-		if ((err = o->exists(db->io.ctx, db->log_path, &exists)))
-			return err;
-		if (!exists)
-			return 0; /* made by the first record that needs it */
+		/* none: made by the first record that needs it */
 		if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
@@ -295,7 +292,7 @@ int alex_log_open(struct alex_db *db)
 	}
 	if (db->log_fd < 0)
 		return ALEX_EINUSE;
-	if ((err = check_owner(db, db->log_fd)))
+	if ((err = check_owner(db, db->log_fd, fi)))
 		return err;
 	db->alloc_end = fi.size;
 	if (fi.size == 0)
