@@ -71,10 +71,12 @@ struct alex_io_ops {
 	 * allocated, so that no store to it can fault; then runs init on it
 	 * (which must be safe beside another process's init; may_change 0:
 	 * the file has other names, and is used only if it needs no change,
-	 * else init says EINVAL).  Optional:
+	 * else init says EINVAL); *wrote: the bytes it wrote to make the file
+	 * (a tracer records them).  Optional:
 	 * without it the engine reads the log at every catch-up (shm.c). */
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
-		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region);
+		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
+		       uint32_t *wrote);
 	void (*shm_unmap)(void *ctx, void *region);
 };
 
@@ -146,6 +148,9 @@ uint64_t alex_mem_ops(const alex_mem *m);
  * no engine counted a change (shm.c): always 0 unless a write bypasses
  * alex_log_pwrite. */
 uint64_t alex_mem_uncounted(const alex_mem *m);
+/* Every lock on byte is refused with EAGAIN from now on, as when another
+ * process (a program without ALEX) holds a conflicting one (tests). */
+void alex_mem_lock_busy(alex_mem *m, uint64_t byte);
 /* The change counter's region mapped under path, or NULL (tests). */
 void *alex_mem_shm(alex_mem *m, const char *path);
 

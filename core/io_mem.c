@@ -477,15 +477,25 @@ static int mem_sync_dir(void *ctx, const char *path)
 
 static int mem_lock(void *ctx, int fd, uint64_t byte, int mode)
 {
-	(void)byte;
-	(void)mode;
-	return valid_fd(ctx, fd) ? 0 : EBADF; /* one process: nothing to exclude */
+	alex_mem *m = ctx;
+
+	if (!valid_fd(ctx, fd))
+		return EBADF;
+	/* the engines share one process: only a lock made busy is refused */
+	return mode != ALEX_UNLOCK && m->has_busy_byte && byte == m->busy_byte ? EAGAIN : 0;
+}
+
+void alex_mem_lock_busy(alex_mem *m, uint64_t byte)
+{
+	m->busy_byte = byte;
+	m->has_busy_byte = 1;
 }
 
 /* One region per name, shared by every engine on this memory (each stands
  * for a process); one thread, so no lock. */
 static int mem_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
+		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
+		       uint32_t *wrote)
 {
 	alex_mem *m = ctx;
 	struct mshm *s = NULL;
@@ -493,6 +503,7 @@ static int mem_shm_map(void *ctx, const char *path, const struct alex_finfo *lik
 
 	(void)like;
 	*region = NULL;
+	*wrote = 0;
 	for (size_t i = 0; i < m->nshm && !s; i++)
 		if (m->shm[i].name && strcmp(m->shm[i].name, path) == 0)
 			s = &m->shm[i];

@@ -266,7 +266,8 @@ static int px_lock(void *ctx, int fd, uint64_t byte, int mode)
  * random counts, which sends every engine to the log once more (shm.c).
  */
 static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		      int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
+		      int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
+		      uint32_t *wrote)
 {
 	static const uint8_t zeros[4096];
 	struct stat st;
@@ -274,6 +275,7 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 	void *p;
 
 	*region = NULL;
+	*wrote = 0;
 	/* never through a symbolic or a hard link, never a device or a FIFO:
 	 * the file is changed (its mode, owner and size) as soon as it is open */
 	do
@@ -313,6 +315,7 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 	if (!linked && st.st_size == 0) {
 		if ((err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
 			goto out;
+		*wrote = sizeof zeros;
 	} else if (!linked && (st.st_size < 4096 || st.st_blocks < 4096 / 512) &&
 		   syscall(SYS_fallocate, fd, 0, 0, 4096) < 0) {
 		if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
@@ -321,6 +324,7 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 		}
 		if (st.st_size < 4096 && (err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
 			goto out;
+		*wrote = st.st_size < 4096 ? sizeof zeros : 0;
 	}
 	p = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {

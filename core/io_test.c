@@ -371,9 +371,10 @@ static int t_lock(void *ctx, int fd, uint64_t byte, int mode)
  * nothing reads it back, and a count it loses only makes a catch-up read
  * the log (shm.c). */
 static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
+		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
+		     uint32_t *wrote)
 {
-	return P()->shm_map(ctx, path, like, init, arg, region);
+	return P()->shm_map(ctx, path, like, init, arg, region, wrote);
 }
 
 static void t_shm_unmap(void *ctx, void *region)

@@ -68,6 +68,7 @@ int alex_shm_attach(struct alex_db *db)
 	const struct alex_io_ops *o = db->io.ops;
 	struct alex_finfo base;
 	void *p = NULL;
+	uint32_t wrote;
 	int err;
 
 	alex_shm_detach(db);
@@ -75,7 +76,7 @@ int alex_shm_attach(struct alex_db *db)
 	    db->hdr.version < ALEX_FORMAT_V3 || !o->shm_map)
 		return 0; /* no log, a tool alone on it, or a log older ALEX writes */
 	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||
-	    (err = o->shm_map(db->io.ctx, db->shm_path, &base, init, db, &p)))
+	    (err = o->shm_map(db->io.ctx, db->shm_path, &base, init, db, &p, &wrote)))
 		return err;
 	db->shm = p;
 	return 0;

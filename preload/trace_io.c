@@ -188,13 +188,21 @@ static int t_sync_dir(void *ctx, const char *path)
 }
 
 /* the change counter: a mapping, no call to record */
+/* The region's own calls are not recorded, but for the write that makes
+ * a new one (strace counts it among ALEX's writes) */
 static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
-		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region)
+		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
+		     uint32_t *wrote)
 {
 	(void)ctx;
+	*wrote = 0;
 	if (!IN->shm_map)
 		return 0;
-	return IN->shm_map(CTX, path, like, init, arg, region);
+	uint64_t t0 = alex_trace_now();
+	int err = IN->shm_map(CTX, path, like, init, arg, region, wrote);
+	if (*wrote)
+		done(role_of(path), ALEX_TK_PWRITE64, -1, t0, 0, *wrote, (int64_t)*wrote, NULL, 0);
+	return err;
 }
 
 static void t_shm_unmap(void *ctx, void *region)

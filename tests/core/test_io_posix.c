@@ -269,15 +269,18 @@ Test(io_posix, shm_region_is_written_once_and_never_a_hole)
 				   .gid = (uint32_t)getegid() };
 	struct stat st;
 	uint8_t one = 1, two = 2;
+	uint32_t wrote;
 	void *a, *b;
 
 	snprintf(path, sizeof path, "%s/t.db-alex-shm", dir);
-	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &one, &a), 0);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &one, &a, &wrote), 0);
+	cr_expect_eq(wrote, 4096, "a new region is written");
 	cr_assert_eq(stat(path, &st), 0);
 	cr_expect_eq(st.st_size, 4096);
 	cr_expect_geq(st.st_blocks * 512, 4096, "space reserved or allocated");
 	cr_expect_eq(st.st_mode & 0777, 0640u);
-	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &b), 0);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &b, &wrote), 0);
+	cr_expect_eq(wrote, 0, "one already written is not");
 	cr_expect_eq(((uint8_t *)b)[1], 1, "the second mapping sees the first one's region");
 	((uint8_t *)a)[2] = 7;
 	cr_expect_eq(((uint8_t *)b)[2], 7, "one region, shared");
@@ -289,7 +292,7 @@ Test(io_posix, shm_region_is_written_once_and_never_a_hole)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(ftruncate(fd, 4096), 0); /* all hole */
 	close(fd);
-	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &a), 0);
+	cr_assert_eq(o->shm_map(ctx, path, &like, mark_region, &two, &a, &wrote), 0);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_expect_geq(st.st_blocks * 512, 4096, "the hole was filled before the mapping");
 	cr_expect_eq(((uint8_t *)a)[1], 2);
