@@ -147,10 +147,6 @@ int alex_commit(alex_db *db);
  */
 int alex_refresh(alex_db *db, int locked);
 
-/* The base files were written outside the engine (SQLite itself, in WAL
- * mode): the next catch-up reads them again, guard or not. */
-void alex_forget_base(alex_db *db);
-
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);
 

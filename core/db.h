@@ -135,12 +135,6 @@ struct alex_db {
 	int base_markable;        /* ... and it was an SQLite database without a
 				     mark, which any fenced epoch would put there
 				     before its first record (refresh.c) */
-	int guard;                /* holds the guard byte (sqlite_locks.h) on
-				     base_fd[DB]: no program without ALEX
-				     can write the database meanwhile */
-	int guard_read;           /* ... and did before the file was last read:
-				     with an empty log and no change counted,
-				     the file cannot have changed since */
 	int nolog_seen;           /* the last catch-up looked for a log and found
 				     none, with the file's stamp then: */
 	uint64_t nolog_stamp;

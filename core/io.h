@@ -148,9 +148,6 @@ uint64_t alex_mem_ops(const alex_mem *m);
  * no engine counted a change (shm.c): always 0 unless a write bypasses
  * alex_log_pwrite. */
 uint64_t alex_mem_uncounted(const alex_mem *m);
-/* Every lock on byte is refused with EAGAIN from now on, as when another
- * process (a program without ALEX) holds a conflicting one (tests). */
-void alex_mem_lock_busy(alex_mem *m, uint64_t byte);
 /* The change counter's region mapped under path, or NULL (tests). */
 void *alex_mem_shm(alex_mem *m, const char *path);
 

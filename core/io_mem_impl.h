@@ -47,8 +47,6 @@ struct alex_mem {
 	} *shm;
 	size_t nshm;
 	uint64_t uncounted; /* writes to a counted log with no change under way */
-	uint64_t busy_byte; /* a lock on this byte is refused (0: none) */
-	int has_busy_byte;
 };
 
 /* A new file at path (empty): its index, or -1. */

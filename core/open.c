@@ -12,7 +12,6 @@
 #include "log.h"
 #include "protect.h"
 #include "recover.h"
-#include "sqlite_locks.h"
 
 #define MIN_MEMORY (64u << 10)
 #define MAX_MEMORY (1024u << 20)
@@ -99,16 +98,10 @@ int alex_bases_open(alex_db *db)
 			if (db->base_fd[f] < 0 &&
 			    (err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
 				return err;
-			/* the guard before the read: what is read then stays */
-			if (f == ALEX_FILE_DB && !db->guard)
-				db->guard = o->lock(db->io.ctx, db->base_fd[f], ALEX_GUARD_BYTE,
-						    ALEX_SHARED) == 0;
 			if ((err = o->size(db->io.ctx, db->base_fd[f], &size)))
 				return err;
 			if (f == ALEX_FILE_DB && (err = alex_protect_probe(db, &size)))
 				return err;
-			if (f == ALEX_FILE_DB)
-				db->guard_read = db->guard;
 		}
 		db->size[f] = db->csize[f] = size;
 		db->limit[f] = db->climit[f] = size;

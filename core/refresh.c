@@ -87,11 +87,9 @@ static int reload_log(alex_db *db, int force, int may_abort)
  * read it.  If the log holds pages, the base files are fenced and no
  * program without ALEX can have written them: nothing is read.  If it holds
  * none (a kept log at rest, an epoch begun and not yet written), the fence
- * is down: the base files are read again, as the slow way does
- * (reload_log), but not the log -- unless this engine held the guard
- * (sqlite_locks.h) before it last read them, which keeps every program
- * without ALEX from writing.  Else the log is read, and what that read saw
- * is remembered when no change raced it.
+ * is down, so the base files are read again, as the slow way does
+ * (reload_log), but not the log.  Else the log is read, and what that read
+ * saw is remembered when no change raced it.
  */
 int alex_reload(alex_db *db, int force, int may_abort)
 {
@@ -100,10 +98,6 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	int unchanged = !force && db->epoch_live && !db->doubt && alex_shm_unchanged(db);
 
 	if (unchanged && db->epoch_commits) {
-		db->st.refreshes_skipped++;
-	} else if (unchanged && db->guard_read) {
-		/* the guard was held when the file was last read, and since:
-		 * no program without ALEX can have written it */
 		db->st.refreshes_skipped++;
 	} else if (unchanged) {
 		uint64_t stamp = db->base_stamp;
@@ -140,11 +134,6 @@ int alex_refresh(alex_db *db, int locked)
 	if (alex_txn_open(db))
 		return 0;
 	return alex_reload(db, 0, locked);
-}
-
-void alex_forget_base(alex_db *db)
-{
-	db->guard_read = 0;
 }
 
 int alex_discard(alex_db *db)

@@ -16,11 +16,14 @@
 #include "stats.h"
 #include "trace.h"
 
-/* A byte-range lock being set (process or open-file-description kind). */
+/* A byte-range lock being set (process or open-file-description kind).
+ * The command first: for F_SETFD, F_DUPFD and the like the argument is an
+ * integer, not a struct to read (a close-on-exec sweep over every
+ * descriptor would crash here). */
 static int sets_lock(int cmd, const struct flock *l)
 {
-	return l && l->l_whence == SEEK_SET &&
-	       (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW);
+	return (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) &&
+	       l && l->l_whence == SEEK_SET;
 }
 
 static int releases_reserved(int cmd, const struct flock *l)
@@ -68,21 +71,9 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	return -1;
 }
 
-/* A write lock (or the question whether one could be had) that ends on
- * the guard byte: the engines of this and every other ALEX process hold it
- * read-locked, which must keep programs without ALEX from SQLite's
- * EXCLUSIVE, not SQLite under ALEX (sqlite_locks.h).  SQLite's own ranges
- * end there (EXCLUSIVE: the SHARED range); any other one is left as it is,
- * and meets the guard like a reader's lock. */
-static int ends_on_guard(int cmd, const struct flock *l)
+static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
-	int get = cmd == F_GETLK || cmd == F_OFD_GETLK;
-	return l && (get || sets_lock(cmd, l)) && l->l_whence == SEEK_SET && l->l_type == F_WRLCK &&
-	       l->l_len > 1 && l->l_start + l->l_len - 1 == ALEX_GUARD_BYTE;
-}
-
-static int do_fcntl_as(struct ofd *o, int fd, int cmd, void *arg, int (*real)(int, int, ...))
-{
+	struct ofd *o = alex_fd_get(fd);
 	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
 	int served = o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
 
@@ -103,26 +94,6 @@ static int do_fcntl_as(struct ofd *o, int fd, int cmd, void *arg, int (*real)(in
 	}
 	if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		alex_dup_track(fd, r);
-	return r;
-}
-
-static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
-{
-	struct ofd *o = alex_fd_get(fd);
-
-	if (!o || o->role != ROLE_DB || !ends_on_guard(cmd, arg))
-		return do_fcntl_as(o, fd, cmd, arg, real);
-	/* a copy one byte shorter: the caller's struct is not changed, but
-	 * for what F_GETLK says (the conflicting lock, or F_UNLCK) */
-	struct flock *l = arg, t = *l;
-	t.l_len--;
-	int r = do_fcntl_as(o, fd, cmd, &t, real);
-	if (r == 0 && (cmd == F_GETLK || cmd == F_OFD_GETLK)) {
-		if (t.l_type == F_UNLCK)
-			l->l_type = F_UNLCK;
-		else
-			*l = t;
-	}
 	return r;
 }
 

@@ -110,13 +110,11 @@ int alex_serve_open(struct pdb *db)
 }
 
 /* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
- * that holds it, or -1 if another process uses the database.  Not the
- * guard byte, which every engine (this one too) holds to keep programs
- * without ALEX out (sqlite_locks.h). */
+ * that holds it, or -1 if another process uses the database. */
 static int exclusive_hold(const char *path)
 {
 	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			   .l_start = SQLITE_PENDING_BYTE, .l_len = ALEX_LOCK_BYTES_UNGUARDED };
+			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
 	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
@@ -406,9 +404,7 @@ void alex_serve_wal_closed(struct pdb *db)
 	pthread_mutex_lock(&db->mu);
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
-		/* SQLite wrote the file itself (its WAL checkpoints), and may
-		 * hold no lock while it closes its -wal */
-		alex_forget_base(db->eng);
+		/* SQLite may hold no lock while it closes its -wal */
 		int rc = alex_refresh(db->eng, 0);
 		if (rc)
 			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: %s", db->path,

@@ -49,10 +49,8 @@ static int usage(FILE *f)
  */
 static int lock_db(const char *path, int *fd)
 {
-	/* all but the guard byte, which the engines of running ALEX
-	 * programs hold while idle (sqlite_locks.h) */
 	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SQLITE_PENDING_BYTE,
-			   .l_len = ALEX_LOCK_BYTES_UNGUARDED };
+			   .l_len = SQLITE_LOCK_BYTES };
 
 	*fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
 	if (*fd < 0) {
