@@ -97,7 +97,7 @@ static int redo_subset(struct mfile *d, const struct mfile *s, uint64_t *rng)
 static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, int64_t cut_at)
 {
 	alex_mem *c = alex_mem_new();
-	struct mfile *torn = NULL;
+	size_t torn = 0; /* an index: adding a file moves c->files */
 	const struct undo *tu = NULL;
 	uint64_t rng = seed;
 
@@ -132,20 +132,21 @@ static alex_mem *crash(const alex_mem *m, enum alex_crash how, uint64_t seed, in
 			for (size_t k = 0; k < s->nundo; k++)
 				if (s->undo[k].is_write && (!tu || s->undo[k].seq > tu->seq)) {
 					tu = &s->undo[k];
-					torn = d;
+					torn = (size_t)j;
 				}
 		}
 	}
 	if (tu && tu->wlen) {
+		struct mfile *t = &c->files[torn];
 		uint64_t s = seed, cut = splitmix(&s) % tu->wlen;
 		if (cut_at >= 0)
 			cut = (uint64_t)cut_at < tu->wlen ? (uint64_t)cut_at : tu->wlen;
-		apply_undo(torn, tu, cut);
+		apply_undo(t, tu, cut);
 		/* new bytes past the old end of file: the torn part reads as zeros */
 		uint64_t z = cut > tu->len ? cut : tu->len;
-		uint64_t end = tu->off + tu->wlen > torn->size ? torn->size : tu->off + tu->wlen;
+		uint64_t end = tu->off + tu->wlen > t->size ? t->size : tu->off + tu->wlen;
 		if (tu->off + z < end)
-			memset(torn->data + tu->off + z, 0, end - tu->off - z);
+			memset(t->data + tu->off + z, 0, end - tu->off - z);
 	}
 	return c;
 }
