@@ -53,8 +53,8 @@ int64_t alex_col_add(struct alex_collect *c, uint64_t key)
 	if (slot >= c->max)
 		return -1;
 	if (slot / ALEX_SLAB_SLOTS >= c->nslabs) {
-		/* one allocation per ALEX_SLAB_SLOTS blocks (fewer for the last slab of a small
-		 * budget), kept until close */
+		/* one allocation per slab (fewer blocks for the last one of a
+		 * small budget), kept until close */
 		uint32_t n = c->max - slot < ALEX_SLAB_SLOTS ? c->max - slot : ALEX_SLAB_SLOTS;
 		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)n * ALEX_BLOCK);
 		if (!s)

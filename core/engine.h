@@ -56,12 +56,10 @@ int alex_make_room(struct alex_db *db);
  * record the collector can make when that is enough).  Its contents are
  * not kept. */
 int alex_rec_room(struct alex_db *db, size_t need);
-/* n bytes of db->rec were overwritten (a record read into it). */
-static inline void alex_rec_touched(struct alex_db *db, size_t n)
-{
-	if (n > db->rec_dirty)
-		db->rec_dirty = n;
-}
+/* Reads n bytes of the log at off into db->rec (n <= rec_cap), the one way
+ * anything but a record being built writes there: the staging buffer then
+ * knows how far it is no longer zeros.  0 or an I/O error; *got as pread's. */
+int alex_rec_read(struct alex_db *db, size_t n, uint64_t off, size_t *got);
 /* Builds the collector into db->rec as one record with these flags (COND
  * takes db->cond); its length in *len, its block count in *n. */
 int alex_stage_build(struct alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n);

@@ -322,9 +322,11 @@ static int px_shm_map(void *ctx, const char *path, const struct alex_finfo *like
 			err = errno;
 			goto out;
 		}
-		if (st.st_size < 4096 && (err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
-			goto out;
-		*wrote = st.st_size < 4096 ? sizeof zeros : 0;
+		if (st.st_size < 4096) {
+			if ((err = px_pwrite(ctx, fd, zeros, sizeof zeros, 0)))
+				goto out;
+			*wrote = sizeof zeros;
+		}
 	}
 	p = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {

@@ -238,8 +238,8 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 }
 
 /* The log must not be readable or writable by anyone the database keeps
- * out: give it the database's mode (and owner), or refuse it. */
-/* log: fd's stat, just taken */
+ * out: give it the database's mode (and owner), or refuse it.  log: fd's
+ * stat, just taken. */
 static int check_owner(struct alex_db *db, int fd, struct alex_finfo log)
 {
 	const struct alex_io_ops *o = db->io.ops;

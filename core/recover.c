@@ -103,8 +103,7 @@ static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 	*adopted = 0;
 	if (off + ALEX_BLOCK > db->alloc_end)
 		return 0;
-	alex_rec_touched(db, ALEX_BLOCK);
-	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
+	if ((err = alex_rec_read(db, ALEX_BLOCK, off, &got)))
 		return err;
 	if (got < ALEX_BLOCK ||
 	    !alex_protect_adopt(&db->hdr, &db->mark, db->rec, db->alloc_end - off, off))
@@ -217,7 +216,6 @@ static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 		       struct alex_rec *r, enum alex_stop *why)
 {
-	const struct alex_io_ops *io = db->io.ops;
 	uint64_t room = db->alloc_end > off ? db->alloc_end - off : 0;
 	size_t got;
 	int err;
@@ -226,8 +224,7 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 		*why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
 		return 0;
 	}
-	alex_rec_touched(db, ALEX_BLOCK);
-	if ((err = io->pread(db->io.ctx, db->log_fd, db->rec, ALEX_BLOCK, off, &got)))
+	if ((err = alex_rec_read(db, ALEX_BLOCK, off, &got)))
 		return err;
 	if (got < ALEX_BLOCK) { /* the file shrank under us */
 		*why = ALEX_STOP_TRUNCATED;
@@ -237,10 +234,8 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 		return 0;
 	if (r->rec_len > ALEX_BLOCK) {
 		/* read it whole: growing the buffer drops its contents */
-		if ((err = alex_rec_room(db, r->rec_len)))
-			return err;
-		alex_rec_touched(db, r->rec_len);
-		if ((err = io->pread(db->io.ctx, db->log_fd, db->rec, r->rec_len, off, &got)))
+		if ((err = alex_rec_room(db, r->rec_len)) ||
+		    (err = alex_rec_read(db, r->rec_len, off, &got)))
 			return err;
 		if (got < r->rec_len) {
 			*why = ALEX_STOP_TRUNCATED;

@@ -41,6 +41,13 @@ int alex_rec_room(alex_db *db, size_t need)
 	return 0;
 }
 
+int alex_rec_read(alex_db *db, size_t n, uint64_t off, size_t *got)
+{
+	if (n > db->rec_dirty)
+		db->rec_dirty = n;
+	return db->io.ops->pread(db->io.ctx, db->log_fd, db->rec, n, off, got);
+}
+
 /*
  * Builds the collector into db->rec as one record; returns its length in
  * *len and the live block count in *n (db->order[0..n) in table order).

@@ -187,9 +187,8 @@ static int t_sync_dir(void *ctx, const char *path)
 	return named(ALEX_TK_FSYNC, ALEX_TROLE_DIR, t0, path, IN->sync_dir(CTX, path));
 }
 
-/* the change counter: a mapping, no call to record */
-/* The region's own calls are not recorded, but for the write that makes
- * a new one (strace counts it among ALEX's writes) */
+/* The change counter: a mapping, whose calls are not recorded but for the
+ * write that makes a new one (strace counts it among ALEX's writes). */
 static int t_shm_map(void *ctx, const char *path, const struct alex_finfo *like,
 		     int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
 		     uint32_t *wrote)
