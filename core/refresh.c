@@ -76,8 +76,14 @@ static int reload_log(alex_db *db, int force, int may_abort)
 	} else if (!err) {
 		if (memcmp(&h, &db->hdr, sizeof h) != 0)
 			db->hdr = db->hdr_disk = h; /* the epoch became fenced */
-		if (!(err = alex_refresh_scan(db, may_abort)) && !db->epoch_commits)
-			err = alex_bases_open(db);
+		/* Nothing in the log when this engine last looked: the fence
+		 * was down, and the base files may have changed since -- a
+		 * program without ALEX, or SQLite's own WAL checkpoints in a
+		 * process in WAL mode.  Records appended since lie over the
+		 * files as they are now, so the files are read first. */
+		if (!db->epoch_commits && (err = alex_bases_open(db)))
+			return err;
+		err = alex_refresh_scan(db, may_abort);
 	}
 	return err;
 }

@@ -113,6 +113,33 @@ Test(shm, an_empty_unchanged_log_still_sees_the_base_change)
 	alex_close(a);
 }
 
+/* The same, but the next thing c sees is another engine's first commit of
+ * the epoch (regress.sh kept-log-wal-grown: a WAL checkpoint grew the file,
+ * then a commit): the records lie over the file as it is now, so c reads
+ * the file again as well as the records, not only the records. */
+Test(shm, the_first_commit_after_an_empty_log_still_sees_the_base_change)
+{
+	alex_db *a = open_engine(&cfg, &io), *c = open_engine(&cfg, &io);
+	uint8_t b[BLK], r[BLK];
+	uint64_t size;
+	size_t got;
+	int fd;
+
+	commit_and_follow(a, c, 1, 1);
+	cr_assert_eq(alex_checkpoint(a), 0);
+	cr_assert_eq(alex_refresh(c, 1), 0);
+	cr_assert_eq(io.ops->open(io.ctx, DB, 0, &fd), 0);
+	fill_block(b, 77, 5);
+	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, BLK, 5 * BLK), 0);
+	commit_and_follow(a, c, 2, 2);
+	cr_assert_eq(alex_size(c, ALEX_FILE_DB, &size), 0);
+	cr_expect_eq(size, 6 * BLK, "the file grew before the commit");
+	cr_assert_eq(alex_read(c, ALEX_FILE_DB, r, BLK, 5 * BLK, &got), 0);
+	cr_expect_arr_eq(r, b, BLK, "the block written outside the log");
+	alex_close(c);
+	alex_close(a);
+}
+
 Test(shm, a_damaged_or_foreign_region_is_never_believed)
 {
 	alex_db *a = open_engine(&cfg, &io), *c = open_engine(&cfg, &io);

@@ -199,6 +199,29 @@ ok = c.execute("pragma integrity_check").fetchone()[0]
 c.execute("insert into t values(5)")
 print(a, b, ok, c.execute("select count(*) from t").fetchone()[0])'
 
+# a kept log at rest, and a process whose WAL closes while another's
+# checkpoint grows the file: when the other then leaves WAL mode (a commit
+# in the log), the first must read the file's size again, not only the
+# new records ("database disk image is malformed")
+ALEX_KEEP_LOG=1 scenario kept-log-wal-grown "51 ok delete" '
+import os, sqlite3, subprocess, sys, time
+db = sys.argv[1] + "/x.db"
+subprocess.run(["sqlite3", db, "create table t(x); insert into t values(1)"], check=True)
+subprocess.run(["sqlite3", db, "pragma journal_mode=wal"], check=True, capture_output=True)
+a = sqlite3.connect(db, isolation_level=None, timeout=2)
+b = sqlite3.connect(db, isolation_level=None, timeout=2)
+a.execute("select count(*) from t").fetchone()
+r = subprocess.Popen(["sqlite3", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+r.stdin.write("select count(*) from t;\n"); r.stdin.flush(); r.stdout.readline()
+a.close()
+r.stdin.write("insert into t select randomblob(3000) from generate_series(1,50); pragma wal_checkpoint; pragma journal_mode=delete;\n")
+r.stdin.flush(); r.stdout.readline(); r.stdout.readline()
+try:
+    print(b.execute("select count(*) from t").fetchone()[0], b.execute("pragma integrity_check").fetchone()[0], b.execute("pragma journal_mode").fetchone()[0])
+except sqlite3.Error as e:
+    print(e)
+r.stdin.close(); r.wait()'
+
 # a reader with no log of its own asks no more whether a log appeared while
 # the file carries no mark (refresh.c): another process's log and commits
 # must still reach it, with that writer open (the log holds pages, the file
