@@ -150,6 +150,28 @@ int alex_refresh(alex_db *db, int locked);
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);
 
+/* An epoch of the log, named so that two can be compared (alex_fence_now). */
+struct alex_fence {
+	uint8_t uuid[16];
+	uint64_t epoch;
+	uint32_t salt;
+	uint32_t on; /* 0: no epoch (never equal to one that is) */
+};
+/*
+ * 1, with the epoch in *f, when memory alone shows that the log holds pages
+ * and the database file carries the epoch's fence: nothing changed in the
+ * log since this engine last read it (the shared change counter: a load),
+ * and the epoch is fenced.  A fence stays on from the epoch's first commit
+ * to the checkpoint that ends it, so equal answers at two times mean it was
+ * on all the while.  0 otherwise (no fence, or the log may have changed).
+ */
+int alex_fence_now(alex_db *db, struct alex_fence *f);
+static inline int alex_fence_same(const struct alex_fence *a, const struct alex_fence *b)
+{
+	return a->on && b->on && a->epoch == b->epoch && a->salt == b->salt &&
+	       __builtin_memcmp(a->uuid, b->uuid, sizeof a->uuid) == 0;
+}
+
 /*
  * A memory image of logical file f (view.c), for a private mapping of its
  * base file.  alex_view_plain: the base file's bytes below it are f's, but

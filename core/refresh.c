@@ -160,6 +160,19 @@ int alex_holds_pages(const alex_db *db)
 	return db->epoch_commits != 0;
 }
 
+int alex_fence_now(alex_db *db, struct alex_fence *f)
+{
+	memset(f, 0, sizeof *f);
+	if (db->failed || db->doubt || !db->epoch_live || !db->epoch_commits ||
+	    !(db->hdr.flags & ALEX_HDR_FENCED) || !alex_shm_unchanged(db))
+		return 0;
+	memcpy(f->uuid, db->hdr.uuid, sizeof f->uuid);
+	f->epoch = db->hdr.epoch;
+	f->salt = db->hdr.salt;
+	f->on = 1;
+	return 1;
+}
+
 /*
  * A checkpoint on request may run beside other processes that hold only
  * SQLite's SHARED lock (libalex.so before SQLite opens a WAL): the log's

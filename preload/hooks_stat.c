@@ -40,35 +40,75 @@ static void fix_fd(int fd, struct stat64 *st)
 }
 
 /*
- * After a stat by path (rc is the real call's result).  A database path is
- * found by the inode the real call saw; an in-memory journal by its name.
+ * A stat by path.  A database path is found by the inode the real call
+ * saw, and gets its logical size.  A journal's or a WAL's name is looked
+ * up first: memory may know the answer (journal.c: alex_name_known), and
+ * an in-memory journal exists though the kernel says ENOENT.
  */
-static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
+struct name_look {
+	enum alex_role role;
+	struct pdb *db;      /* a journal's or WAL's database, with a reference */
+	int known, rc;       /* answered from memory: rc, errno ENOENT if -1 */
+	struct alex_fence before;
+};
+
+static void look_begin(int dirfd, const char *path, struct stat64 *st, struct name_look *l)
 {
 	char dbpath[PATH_MAX], abs[PATH_MAX];
+	int exists;
+
+	l->role = ROLE_NONE;
+	l->db = NULL;
+	l->known = 0;
+	if (!alex_active() || !path)
+		return;
+	l->role = alex_match(path, dbpath, sizeof dbpath);
+	if ((l->role != ROLE_JOURNAL && l->role != ROLE_WAL) ||
+	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0 || !(l->db = alex_pdb_find_name(abs)))
+		return;
+	if (st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
+		l->known = 1;
+		l->rc = exists ? 0 : -1;
+	}
+}
+
+/* The answer from memory; errno as the kernel would set it. */
+static int look_answer(struct name_look *l)
+{
+	alex_pdb_put(l->db);
+	if (l->rc)
+		errno = ENOENT;
+	return l->rc;
+}
+
+/* After the real call (rc its result). */
+static int look_end(struct name_look *l, int rc, struct stat64 *st)
+{
 	int saved = errno;
 
-	if (!alex_active() || !path)
-		return rc;
-	enum alex_role role = alex_match(path, dbpath, sizeof dbpath);
-	if (role == ROLE_DB && rc == 0 && S_ISREG(st->st_mode)) {
+	if (l->role == ROLE_DB && rc == 0 && S_ISREG(st->st_mode)) {
 		/* the real call named the file: no second lookup by path */
 		struct pdb *db = alex_pdb_find_id(st->st_dev, st->st_ino);
 		if (db)
 			set_size(st, db);
 		alex_pdb_put(db);
-	} else if (role == ROLE_JOURNAL && rc != 0 && errno == ENOENT) {
-		if (alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0) {
-			struct pdb *db = alex_pdb_find_name(abs);
-			if (db) {
-				if (alex_journal_stat(db, st) == 0)
-					rc = 0;
-				alex_pdb_put(db);
-			}
-		}
+	} else if (l->db && rc != 0 && saved == ENOENT) {
+		alex_name_absent(l->db, l->role, &l->before);
+		if (l->role == ROLE_JOURNAL && alex_journal_stat(l->db, st) == 0)
+			rc = 0;
 	}
+	alex_pdb_put(l->db);
 	errno = saved;
 	return rc;
+}
+
+/* statx: the real call made, nothing answered from memory */
+static int fix_path(int dirfd, const char *path, int rc, struct stat64 *st)
+{
+	struct name_look l;
+
+	look_begin(dirfd, path, NULL, &l);
+	return look_end(&l, rc, st);
 }
 
 /* fstatat(fd, "", st, AT_EMPTY_PATH): a call on fd itself */
@@ -77,12 +117,27 @@ static int empty_path(const char *path, int flags)
 	return path && !*path && (flags & AT_EMPTY_PATH);
 }
 
-/* the traced forms: by name, or on dirfd itself (AT_EMPTY_PATH) */
-#define STAT_CALL(call) ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call)
-#define STATAT_CALL(call)                                                                         \
-	(alex_tracing && empty_path(path, flags)                                                  \
-		 ? ALEX_TRACED_IO(dirfd, ALEX_TK_FSTAT, 0, 0, NULL, 0, call)                      \
-		 : ALEX_TRACED_PATH(path, ALEX_TK_STAT, 0, call))
+/* A stat by name, traced; answered from memory when it can be. */
+#define STAT_NAME(dirfd, st64, call)                                                              \
+	do {                                                                                      \
+		struct name_look l;                                                               \
+		look_begin((dirfd), path, (st64), &l);                                            \
+		int r = ALEX_TRACED_PATH(path, ALEX_TK_STAT, l.known ? ALEX_TF_SERVED : 0,         \
+					 l.known ? look_answer(&l) : (call));                      \
+		return l.known ? r : look_end(&l, r, (st64));                                     \
+	} while (0)
+#define STAT_CALL(st64, call) STAT_NAME(AT_FDCWD, st64, call)
+/* the fstatat family: on dirfd itself (AT_EMPTY_PATH), or by name */
+#define STATAT_CALL(st64, call)                                                                   \
+	do {                                                                                      \
+		if (empty_path(path, flags)) {                                                    \
+			int r = ALEX_TRACED_IO(dirfd, ALEX_TK_FSTAT, 0, 0, NULL, 0, call);        \
+			if (r == 0)                                                               \
+				fix_fd(dirfd, (st64));                                            \
+			return r;                                                                 \
+		}                                                                                 \
+		STAT_NAME(dirfd, st64, call);                                                     \
+	} while (0)
 
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout expected");
 #define S64(p) ((struct stat64 *)(void *)(p))
@@ -133,35 +188,35 @@ ALEX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 
 ALEX_EXPORT int stat(const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(stat)(path, st)), S64(st));
+	STAT_CALL(S64(st), REAL(stat)(path, st));
 }
 ALEX_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(stat64)(path, st)), st);
+	STAT_CALL(st, REAL(stat64)(path, st));
 }
 ALEX_EXPORT int lstat(const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(lstat)(path, st)), S64(st));
+	STAT_CALL(S64(st), REAL(lstat)(path, st));
 }
 ALEX_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(lstat64)(path, st)), st);
+	STAT_CALL(st, REAL(lstat64)(path, st));
 }
 ALEX_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__xstat)(ver, path, st)), S64(st));
+	STAT_CALL(S64(st), REAL(__xstat)(ver, path, st));
 }
 ALEX_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__xstat64)(ver, path, st)), st);
+	STAT_CALL(st, REAL(__xstat64)(ver, path, st));
 }
 ALEX_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__lxstat)(ver, path, st)), S64(st));
+	STAT_CALL(S64(st), REAL(__lxstat)(ver, path, st));
 }
 ALEX_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-	return fix_path(AT_FDCWD, path, STAT_CALL(REAL(__lxstat64)(ver, path, st)), st);
+	STAT_CALL(st, REAL(__lxstat64)(ver, path, st));
 }
 
 static int fix_at(int dirfd, const char *path, int flags, int rc, struct stat64 *st)
@@ -176,19 +231,19 @@ static int fix_at(int dirfd, const char *path, int flags, int rc, struct stat64 
 
 ALEX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(fstatat)(dirfd, path, st, flags)), S64(st));
+	STATAT_CALL(S64(st), REAL(fstatat)(dirfd, path, st, flags));
 }
 ALEX_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(fstatat64)(dirfd, path, st, flags)), st);
+	STATAT_CALL(st, REAL(fstatat64)(dirfd, path, st, flags));
 }
 ALEX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
 {
-	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(__fxstatat)(ver, dirfd, path, st, flags)), S64(st));
+	STATAT_CALL(S64(st), REAL(__fxstatat)(ver, dirfd, path, st, flags));
 }
 ALEX_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	return fix_at(dirfd, path, flags, STATAT_CALL(REAL(__fxstatat64)(ver, dirfd, path, st, flags)), st);
+	STATAT_CALL(st, REAL(__fxstatat64)(ver, dirfd, path, st, flags));
 }
 
 ALEX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,

@@ -122,16 +122,83 @@ static int hand_out(struct alex_jmem *j, int flags)
 	return fd;
 }
 
+static void fill_stat(const struct pdb *db, struct stat64 *st);
+
+/* ---- names known absent ---------------------------------------------------- */
+
+/*
+ * SQLite asks at every transaction whether a hot journal or a WAL lies
+ * beside the database (a stat of each), and ALEX whether a journal is on
+ * disk before it makes one in memory.  While the database file carries the
+ * fence, neither can appear: a program without ALEX is refused at page 1,
+ * before it may take RESERVED and write a journal or turn on WAL mode;
+ * SQLite under ALEX keeps its journal in memory unless one is on disk
+ * already; WAL mode begins only after a checkpoint, which ends the epoch.
+ * And when an epoch's fence goes on (its first commit), neither is there:
+ * that commit's SQLite looked at SHARED, rolled back a hot journal, and
+ * would have opened a WAL, and nobody could write one while it held SHARED.
+ * So once this process has seen a name absent in a fenced epoch, it stays
+ * absent until the epoch ends -- which alex_fence_now tells with a load.
+ */
+static struct alex_fence *absent_of(struct pdb *db, enum alex_role role)
+{
+	return role == ROLE_JOURNAL ? &db->no_journal : &db->no_wal;
+}
+
+/* Under db->mu: is role's name known absent from disk now?  *now: the
+ * fence as it is (for absent_seen). */
+static int absent_known(struct pdb *db, enum alex_role role, struct alex_fence *now)
+{
+	return alex_fence_now(db->eng, now) && alex_fence_same(now, absent_of(db, role));
+}
+
+/* Under db->mu: the kernel said ENOENT for role's name after before was
+ * taken; the fence held across the look if it is the same now. */
+static void absent_seen(struct pdb *db, enum alex_role role, const struct alex_fence *before)
+{
+	struct alex_fence now;
+	if (alex_fence_now(db->eng, &now) && alex_fence_same(&now, before))
+		*absent_of(db, role) = now;
+}
+
+int alex_name_known(struct pdb *db, enum alex_role role, struct stat64 *st, int *exists,
+		    struct alex_fence *before)
+{
+	pthread_mutex_lock(&db->mu);
+	int known = absent_known(db, role, before);
+	/* a journal in memory is the one SQLite means (none is on disk) */
+	*exists = known && role == ROLE_JOURNAL && db->j.exists;
+	if (*exists && st)
+		fill_stat(db, st);
+	pthread_mutex_unlock(&db->mu);
+	return known;
+}
+
+void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fence *before)
+{
+	pthread_mutex_lock(&db->mu);
+	absent_seen(db, role, before);
+	pthread_mutex_unlock(&db->mu);
+}
+
 /* ---- by name ------------------------------------------------------------------ */
 
 /* Under db->mu: the journal exists, made now if asked.  0, ON_DISK (there
  * before us: not ours), or an errno. */
 static int ensure(struct pdb *db, const char *jpath, int flags)
 {
+	struct alex_fence fence;
+
 	if (db->j.exists)
 		return (flags & O_CREAT) && (flags & O_EXCL) ? EEXIST : 0;
-	if (REAL(access)(jpath, F_OK) == 0)
-		return ON_DISK;
+	if (!absent_known(db, ROLE_JOURNAL, &fence)) {
+		int saved = errno;
+		if (REAL(access)(jpath, F_OK) == 0)
+			return ON_DISK;
+		if (errno == ENOENT)
+			absent_seen(db, ROLE_JOURNAL, &fence);
+		errno = saved;
+	}
 	if (!(flags & O_CREAT))
 		return ENOENT;
 	db->j.size = 0;

@@ -30,6 +30,17 @@ int alex_journal_unlink(struct pdb *db);
 int alex_journal_truncate(struct pdb *db, off_t size);
 int alex_journal_stat(struct pdb *db, struct stat64 *st);
 
+/*
+ * A look by name (stat, access) at db's journal or WAL (role), before the
+ * kernel is asked: 1 when memory knows the answer -- *exists, and for an
+ * in-memory journal *st (when st is not NULL) -- else 0, and *before is
+ * what alex_name_absent needs.  Then, when the kernel said ENOENT,
+ * alex_name_absent remembers it for the rest of a fenced epoch.
+ */
+int alex_name_known(struct pdb *db, enum alex_role role, struct stat64 *st, int *exists,
+		    struct alex_fence *before);
+void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fence *before);
+
 /* posix_fallocate on it: grows it to end if it is smaller.  0 or an errno
  * (that function's convention). */
 int alex_journal_extend(struct pdb *db, uint64_t end);

@@ -71,6 +71,10 @@ struct pdb {
 				it lets go, so its EXCLUSIVE and the downgrade
 				after need no catch-up (hooks_fcntl.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
+	struct alex_fence no_journal; /* fenced epochs in which this process */
+	struct alex_fence no_wal;     /* found no <db>-journal, no <db>-wal on
+					 disk: none can appear before they end
+					 (journal.c: alex_name_known; mu) */
 	int wal_ofds;        /* SQLite's open -wal descriptions (atomic): while
 				there are any the database is in WAL mode, the
 				log holds nothing, and the file is SQLite's own */

@@ -222,6 +222,38 @@ except sqlite3.Error as e:
     print(e)
 r.stdin.close(); r.wait()'
 
+# while the log holds pages no journal or WAL can appear beside the file, so
+# a process that found none there asks no more (journal.c); once another
+# process's checkpoint takes the fence off, a program without ALEX may
+# leave a hot journal, and the first process must find and roll it back
+scenario hot-journal-after-fence-down "10 hot seen 10 ok" '
+import os, signal, sqlite3, subprocess, sys
+db = sys.argv[1] + "/x.db"
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+a = sqlite3.connect(db, isolation_level=None)
+a.execute("create table t(x)")
+for i in range(10): a.execute("insert into t values(?)", (i,))
+a.execute("select count(*) from t").fetchone()
+held = a.execute("select count(*) from t").fetchone()[0]
+small = dict(os.environ, ALEX_CHECKPOINT_MB="1")  # its commit checkpoints
+subprocess.run([sys.executable, "-c", """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("create table u(x)")
+c.execute("with recursive s(i) as (select 1 union all select i + 1 from s where i < 400) insert into u select randomblob(3000) from s")
+c.execute("drop table u")
+""", db], env=small, check=True)
+subprocess.run([sys.executable, "-c", """
+import os, signal, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("pragma cache_size=5"); c.execute("begin")
+c.executemany("insert into t values(?)", [(i,) for i in range(20000)])
+os.kill(os.getpid(), signal.SIGKILL)
+""", db], env=plain)
+hot = subprocess.run(["sh", "-c", "test -s \"$0\" && echo hot", db + "-journal"], env=plain, capture_output=True, text=True).stdout.strip()
+hot += " seen" if os.path.exists(db + "-journal") else " unseen"  # by a stat here, outside any lock
+print(held, hot, a.execute("select count(*) from t").fetchone()[0], a.execute("pragma integrity_check").fetchone()[0])'
+
 # a reader with no log of its own asks no more whether a log appeared while
 # the file carries no mark (refresh.c): another process's log and commits
 # must still reach it, with that writer open (the log holds pages, the file
