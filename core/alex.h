@@ -199,11 +199,23 @@ int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, 
 int alex_discard(alex_db *db);
 
 /*
- * ALEX_SYNC_NORMAL: syncs if a commit has waited sync_ms (or extent_bytes
- * are unsynced).  For a caller's timer, so that an idle program's commits
- * still become durable within the window.  0 when nothing was due.
+ * ALEX_SYNC_NORMAL's syncs, made outside the caller's lock so that commits
+ * do not wait for them.  A commit syncs inline only when a whole window
+ * (sync_ms, or extent_bytes) is unsynced; at half of one, alex_sync_wanted
+ * says 1, once, after the commit: the caller wakes its syncing thread.
+ * That thread (and its timer, so that an idle program's commits become
+ * durable within the window) calls, under the lock, alex_sync_start: 1 when
+ * a sync is due (half a window), covering what is written now; then
+ * without the lock alex_sync_run (the sync, its error), and under the lock
+ * again alex_sync_finish, which counts what the sync covered as durable
+ * (an error fails the engine, as an inline one does).  One at a time.  A
+ * forked child, which has no such thread, calls alex_sync_forget.
  */
-int alex_sync_if_due(alex_db *db);
+int alex_sync_wanted(alex_db *db);
+int alex_sync_start(alex_db *db);
+int alex_sync_run(alex_db *db);
+int alex_sync_finish(alex_db *db, int err);
+void alex_sync_forget(alex_db *db);
 
 /*
  * Commits the open transaction as one database's part of a transaction

@@ -299,9 +299,7 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
 	}
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->limit[f] = db->climit[f] = db->csize[f] < db->size[f] ? db->csize[f] : db->size[f];
-	db->unsynced_commit = db->unsynced_spill = 0;
-	db->unsynced_bytes = 0;
-	db->unsynced_since_ns = 0;
+	alex_sync_reset(db);
 	db->st.checkpoints++;
 	db->st.log_used = 0;
 	/* A file system running full gets the log's zeros back: the base may

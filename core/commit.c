@@ -12,15 +12,32 @@
 #include "flush.h"
 #include "log.h"
 
+void alex_sync_reset(alex_db *db)
+{
+	db->unsynced_commit = db->unsynced_spill = 0;
+	db->unsynced_bytes = 0;
+	db->unsynced_since_ns = 0;
+	db->sync_resets++;
+	db->bg_asked = db->bg_want = 0;
+}
+
+/* Half NORMAL's window (time or bytes) is unsynced: time for a sync outside
+ * the lock, early enough that commits seldom reach the whole. */
+static int sync_soon(const alex_db *db, uint64_t now)
+{
+	struct alex_config half = db->cfg;
+	half.extent_bytes /= 2;
+	half.sync_ms /= 2;
+	return alex_flush_due(&half, db->unsynced_bytes, db->unsynced_since_ns, now);
+}
+
 static int sync_records(alex_db *db)
 {
 	int err = alex_log_sync(db);
 
 	if (err)
 		return err;
-	db->unsynced_commit = db->unsynced_spill = 0;
-	db->unsynced_bytes = 0;
-	db->unsynced_since_ns = 0;
+	alex_sync_reset(db);
 	return 0;
 }
 
@@ -147,14 +164,21 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 		uint64_t now = alex_now_ns();
 		db->unsynced_commit = 1;
 		db->unsynced_bytes += len;
+		db->unsynced_seq++;
 		if (!db->unsynced_since_ns)
 			db->unsynced_since_ns = now;
+		/* the whole window: synced here, before the commit returns;
+		 * half of it: a sync outside the lock is asked for, which keeps
+		 * the commits that follow from ever reaching the whole */
 		if (db->cfg.sync == ALEX_SYNC_NORMAL &&
 		    alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
 		    (err = sync_records(db))) {
 			db->failed = 1; /* committed records we no longer hold */
 			return err;
 		}
+		if (db->cfg.sync == ALEX_SYNC_NORMAL && db->unsynced_commit && !db->bg.on &&
+		    !db->bg_asked && sync_soon(db, now))
+			db->bg_asked = db->bg_want = 1;
 	}
 	/* A database that enters WAL mode leaves the log at once: from now on
 	 * SQLite writes it directly (its WAL and its checkpoints), and programs
@@ -242,12 +266,75 @@ const char *alex_in_doubt(const alex_db *db)
 	return db->doubt;
 }
 
-int alex_sync_if_due(alex_db *db)
+/* ---- NORMAL's syncs outside the caller's lock ------------------------------ */
+
+int alex_sync_wanted(alex_db *db)
 {
-	if (db->failed || !db->unsynced_commit ||
-	    !alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, alex_now_ns()))
+	int want = db->bg_want;
+	db->bg_want = 0;
+	return want;
+}
+
+int alex_sync_start(alex_db *db)
+{
+	uint64_t now = alex_now_ns();
+
+	if (db->failed || !db->unsynced_commit || db->bg.on || db->log_fd < 0 || !sync_soon(db, now))
 		return 0;
-	return alex_sync(db);
+	db->bg.on = 1;
+	db->bg.parked = 0;
+	db->bg.fd = db->log_fd;
+	db->bg.seq = db->unsynced_seq;
+	db->bg.bytes = db->unsynced_bytes;
+	db->bg.resets = db->sync_resets;
+	db->bg.start_ns = now;
+	db->bg_asked = db->bg_want = 0;
+	return 1;
+}
+
+int alex_sync_run(alex_db *db)
+{
+	return db->io.ops->fdatasync(db->io.ctx, db->bg.fd);
+}
+
+int alex_sync_finish(alex_db *db, int err)
+{
+	db->bg.on = 0;
+	if (db->bg.parked) {
+		/* the log was closed meanwhile (removed after its checkpoint,
+		 * or another's): what the sync covered is not this engine's to
+		 * count */
+		db->bg.parked = 0;
+		db->io.ops->close(db->io.ctx, db->bg.fd);
+		return 0;
+	}
+	db->st.syncs++;
+	if (err) {
+		db->failed = 1; /* committed records we no longer hold */
+		return err;
+	}
+	/* everything was synced since (inline, or a checkpoint): what is
+	 * unsynced now came after, and is not covered */
+	if (db->sync_resets != db->bg.resets)
+		return 0;
+	if (db->unsynced_seq == db->bg.seq) {
+		alex_sync_reset(db);
+		return 0;
+	}
+	/* records came after the sync began: they stay unsynced, and their
+	 * time runs from no earlier than its start */
+	db->unsynced_bytes -= db->bg.bytes <= db->unsynced_bytes ? db->bg.bytes : db->unsynced_bytes;
+	if (db->unsynced_since_ns < db->bg.start_ns)
+		db->unsynced_since_ns = db->bg.start_ns;
+	return 0;
+}
+
+void alex_sync_forget(alex_db *db)
+{
+	if (db->bg.on && db->bg.parked)
+		db->io.ops->close(db->io.ctx, db->bg.fd);
+	db->bg.on = db->bg.parked = 0;
+	db->bg_asked = db->bg_want = 0;
 }
 
 int alex_sync(alex_db *db)

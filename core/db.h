@@ -117,6 +117,17 @@ struct alex_db {
 	/* durability */
 	uint64_t unsynced_bytes;
 	uint64_t unsynced_since_ns;
+	uint64_t unsynced_seq;    /* +1 with every record counted unsynced */
+	uint64_t sync_resets;     /* +1 whenever everything became synced */
+	int bg_asked;             /* alex_sync_wanted said yes; no job since */
+	int bg_want;              /* ... and has yet to say it */
+	struct {                  /* a sync outside the caller's lock (commit.c) */
+		int on;
+		int parked;       /* the log was closed meanwhile: fd waits
+				     for the sync to end (alex_log_drop) */
+		int fd;
+		uint64_t seq, bytes, resets, start_ns; /* what it covers */
+	} bg;
 
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;

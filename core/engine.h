@@ -72,5 +72,8 @@ int alex_stage_publish(struct alex_db *db, struct alex_map *target, uint64_t rec
 /* refresh.c: catches up with the log (force: start over from the base
  * files); may_abort as alex_refresh's locked. */
 int alex_reload(struct alex_db *db, int force, int may_abort);
+/* Everything written to the log is synced (commit.c): the unsynced counts
+ * start again. */
+void alex_sync_reset(struct alex_db *db);
 
 #endif

@@ -309,7 +309,10 @@ int alex_log_open(struct alex_db *db)
 void alex_log_drop(struct alex_db *db)
 {
 	alex_shm_detach(db);
-	if (db->log_fd >= 0)
+	/* a sync outside the lock may still run on it: closed when it ends */
+	if (db->log_fd >= 0 && db->bg.on && db->bg.fd == db->log_fd)
+		db->bg.parked = 1;
+	else if (db->log_fd >= 0)
 		db->io.ops->close(db->io.ctx, db->log_fd);
 	db->log_fd = -1;
 }

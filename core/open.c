@@ -65,6 +65,7 @@ static void free_db(alex_db *db)
 		free(db->path[f]);
 	}
 	alex_log_drop(db);
+	alex_sync_forget(db); /* a caller's sync cannot outlive the engine */
 	free(db->log_path);
 	free(db->shm_path);
 	alex_map_free(&db->map);

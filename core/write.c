@@ -131,6 +131,7 @@ static int spill(alex_db *db)
 	    (err = alex_log_append(db, len, &off)))
 		return err;
 	db->unsynced_spill = 1;
+	db->unsynced_seq++;
 	db->st.spills++;
 	return alex_stage_publish(db, &db->pending, off, len, n);
 }

@@ -1,9 +1,11 @@
 /*
- * flusher.c - ALEX_SYNC=normal promises durability within ALEX_SYNC_MS even
- * when the program stops committing.  A thread, started with the first
- * engine, wakes every half window and syncs what is due.  It holds no lock
- * while it sleeps; after fork() the child starts its own when it opens a
- * database again.
+ * flusher.c - ALEX_SYNC=normal promises durability within ALEX_SYNC_MS (and
+ * ALEX_EXTENT_KB) even when the program stops committing, and its commits
+ * should not wait for the syncs that keep that promise.  A thread, started
+ * with the first engine, wakes every half window, or when a commit left
+ * half a window unsynced (alex_flusher_kick), and syncs what is due
+ * without holding the database's lock (serve.c: alex_serve_sync_due).
+ * After fork() the child starts its own when it opens a database again.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -15,31 +17,82 @@
 #include "serve.h"
 
 static int started;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv;
+static int kicked;
 
-static void sync_one(struct pdb *db, void *arg)
+/* The databases whose sync began, found under the registry's lock; each
+ * stays open until its sync ends (alex_serve_close waits), so the syncs run
+ * with no lock held. */
+struct due {
+	struct pdb *db[64];
+	int n;
+};
+
+static void start_one(struct pdb *db, void *arg)
 {
-	(void)arg;
-	alex_serve_sync_due(db);
+	struct due *d = arg;
+	if (d->n < 64 && alex_serve_sync_start(db))
+		d->db[d->n++] = db;
+}
+
+/* Until the half window has passed or a commit asks. */
+static void wait_tick(void)
+{
+	struct timespec at;
+	uint64_t ns = (uint64_t)alex_cfg.engine.sync_ms * 500000u;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	ns += (uint64_t)at.tv_nsec;
+	at.tv_sec += (time_t)(ns / 1000000000u);
+	at.tv_nsec = (long)(ns % 1000000000u);
+	pthread_mutex_lock(&mu);
+	while (!kicked && pthread_cond_timedwait(&cv, &mu, &at) == 0)
+		;
+	kicked = 0;
+	pthread_mutex_unlock(&mu);
 }
 
 static void *flusher(void *arg)
 {
 	(void)arg;
-	struct timespec ts = { 0, (long)alex_cfg.engine.sync_ms * 500000L };
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec = ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-	}
 	for (;;) {
-		nanosleep(&ts, NULL);
-		alex_pdb_scan(sync_one, NULL);
+		struct due d = { .n = 0 };
+		wait_tick();
+		alex_pdb_scan(start_one, &d);
+		for (int i = 0; i < d.n; i++)
+			alex_serve_sync_end(d.db[i]);
 	}
 	return NULL;
 }
 
+void alex_flusher_kick(void)
+{
+	pthread_mutex_lock(&mu);
+	kicked = 1;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+/* the monotonic clock: a step of the wall clock neither stalls nor hurries it */
+static void init_cv(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
 void alex_flusher_forked(void)
 {
-	started = 0; /* threads do not survive fork: a child starts its own */
+	/* threads do not survive fork: a child starts its own, and the lock
+	 * may have been held by the parent's at the moment of the fork */
+	started = 0;
+	pthread_mutex_init(&mu, NULL);
+	init_cv();
+	kicked = 0;
 }
 
 void alex_flusher_start(void)
@@ -51,6 +104,7 @@ void alex_flusher_start(void)
 	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL ||
 	    __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
+	init_cv();
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	/* signals are the program's business, not this thread's */

@@ -7,5 +7,8 @@
 void alex_flusher_start(void);
 /* Fork handler (init.c): the child has no thread. */
 void alex_flusher_forked(void);
+/* A commit left half a window unsynced: the thread syncs now, not at its
+ * next tick (serve.c). */
+void alex_flusher_kick(void);
 
 #endif

@@ -37,6 +37,7 @@ static struct pdb *lookup(dev_t dev, ino_t ino)
 static void release(struct pdb *p)
 {
 	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->synced);
 	free(p->super);
 	free(p->path);
 	free(p);
@@ -81,6 +82,7 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->dir.fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->synced, NULL);
 	if ((err = alex_serve_open(p))) {
 		release(p);
 		return err;

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "errmap.h"
+#include "flusher.h"
 #include "journal.h"
 #include "mmap.h"
 #include "multidb.h"
@@ -131,6 +132,11 @@ static int exclusive_hold(const char *path)
 
 void alex_serve_close(struct pdb *db)
 {
+	/* out of the registry, so no new sync begins; one under way ends */
+	pthread_mutex_lock(&db->mu);
+	while (db->syncing)
+		pthread_cond_wait(&db->synced, &db->mu);
+	pthread_mutex_unlock(&db->mu);
 	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
 	 * still a finished transaction to it. */
 	int rc = alex_commit(db->eng);
@@ -285,7 +291,10 @@ int alex_serve_commit(struct pdb *db)
 	else if ((err = alex_commit(db->eng)))
 		err = alex_errno_of(err);
 	ALEX_MMAP_CHECK(db, "a commit");
+	int kick = alex_sync_wanted(db->eng);
 	pthread_mutex_unlock(&db->mu);
+	if (kick)
+		alex_flusher_kick();
 	errno = err ? err : saved;
 	return err ? -1 : 0;
 }
@@ -420,13 +429,27 @@ void alex_serve_wal_closed(struct pdb *db)
 
 /* ---- background and process life ---------------------------------------- */
 
-void alex_serve_sync_due(struct pdb *db)
+int alex_serve_sync_start(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_sync_if_due(db->eng);
+	int on = !db->syncing && alex_sync_start(db->eng);
+	db->syncing = on;
 	pthread_mutex_unlock(&db->mu);
-	if (rc)
+	return on;
+}
+
+/* Without db->mu: commits go on meanwhile.  After the last line db may be
+ * gone (alex_serve_close waits for it). */
+void alex_serve_sync_end(struct pdb *db)
+{
+	int err = alex_sync_run(db->eng);
+	pthread_mutex_lock(&db->mu);
+	int rc = alex_sync_finish(db->eng, err);
+	if (rc) /* said under the lock: db may go as soon as it is let go */
 		alex_msg(ALEX_MSG_ERROR, "%s: background sync: %s", db->path, alex_strerror(rc));
+	db->syncing = 0;
+	pthread_cond_broadcast(&db->synced);
+	pthread_mutex_unlock(&db->mu);
 }
 
 /*
@@ -439,6 +462,8 @@ void alex_serve_sync_due(struct pdb *db)
 void alex_serve_forget(struct pdb *db)
 {
 	alex_journal_forget(db);
+	alex_sync_forget(db->eng); /* the parent's syncing thread is not here */
+	db->syncing = 0;
 	db->skip_dirsync = 0;
 	/* the parent's unfinished transaction is the parent's: if the child
 	 * closed its copies of SQLite's descriptors, the last close must not

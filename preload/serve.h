@@ -63,8 +63,11 @@ int alex_serve_wal_open(struct pdb *db);
 /* The last descriptor of a -wal description is gone. */
 void alex_serve_wal_closed(struct pdb *db);
 
-/* ALEX_SYNC=normal: syncs db's commits if its window is over. */
-void alex_serve_sync_due(struct pdb *db);
+/* ALEX_SYNC=normal (flusher.c): 1 when a sync of db's log is due and
+ * begun, under the registry's lock; then alex_serve_sync_end, without it,
+ * syncs and counts it. */
+int alex_serve_sync_start(struct pdb *db);
+void alex_serve_sync_end(struct pdb *db);
 /* In a forked child: forgets the parent's open transaction and journal. */
 void alex_serve_forget(struct pdb *db);
 /* Adds db's engine counters to *out. */

@@ -71,6 +71,9 @@ struct pdb {
 				it lets go, so its EXCLUSIVE and the downgrade
 				after need no catch-up (hooks_fcntl.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
+	int syncing;         /* the flusher syncs the log without mu: the
+				engine must not close before (mu) */
+	pthread_cond_t synced; /* ... signalled when it is done */
 	struct alex_fence no_journal; /* fenced epochs in which this process */
 	struct alex_fence no_wal;     /* found no <db>-journal, no <db>-wal on
 					 disk: none can appear before they end

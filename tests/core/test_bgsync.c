@@ -1,0 +1,144 @@
+/* NORMAL's syncs outside the caller's lock (commit.c: alex_sync_start, run,
+ * finish): asked for at half the window, one at a time, covering exactly
+ * what was written before they began -- commits made while one runs stay
+ * unsynced until the next -- and failing the engine as an inline sync does. */
+#include <errno.h>
+#include <criterion/criterion.h>
+
+#include "helpers.h"
+
+static alex_mem *mem;
+static struct alex_io io;
+static struct alex_config cfg;
+
+static void setup(void)
+{
+	mem = alex_mem_new();
+	io = alex_mem_io(mem);
+	small_config(&cfg);
+	cfg.sync = ALEX_SYNC_NORMAL;
+	cfg.sync_ms = 600000;        /* only the bytes decide here */
+	cfg.extent_bytes = 64u << 10; /* half of it: a few commits */
+}
+static void teardown(void)
+{
+	alex_mem_free(mem);
+}
+TestSuite(bgsync, .init = setup, .fini = teardown);
+
+static uint64_t syncs(alex_db *db)
+{
+	struct alex_stats st;
+	alex_stats(db, &st);
+	return st.syncs;
+}
+
+/* Commits one block per transaction (txn, txn + 1, ...) until the engine
+ * asks for a sync outside the lock; the number of commits it took. */
+static uint32_t commit_until_wanted(alex_db *db, uint32_t txn)
+{
+	uint32_t n = 0;
+	do {
+		cr_assert_eq(alex_refresh(db, 1), 0);
+		put_txn(db, txn + n, 1);
+		cr_assert_eq(alex_commit(db), 0);
+		n++;
+		cr_assert_lt(n, 64, "no sync asked for after %u commits", n);
+	} while (!alex_sync_wanted(db));
+	return n;
+}
+
+/* Block 0 as txn wrote it, read through a fresh engine after a power cut
+ * that lost every unsynced write. */
+static void survives_power_cut(uint32_t txn)
+{
+	alex_mem *after = alex_mem_crash(mem, ALEX_CRASH_LOSE, 1);
+	struct alex_io aio = alex_mem_io(after);
+	alex_db *db = open_engine(&cfg, &aio);
+	uint8_t want[BLK], got[BLK];
+	size_t n;
+
+	fill_block(want, txn, 0);
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, got, BLK, 0, &n), 0);
+	cr_expect_arr_eq(got, want, BLK, "txn %u lost with the power", txn);
+	alex_close(db);
+	alex_mem_free(after);
+}
+
+Test(bgsync, asked_for_once_at_half_the_window_and_covers_what_came_before)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	uint32_t n = commit_until_wanted(db, 1);
+
+	cr_expect_eq(syncs(db), 0, "the commit synced inline before half the window");
+	cr_expect_eq(alex_sync_wanted(db), 0, "asked for twice");
+	cr_assert_eq(alex_sync_start(db), 1);
+	cr_expect_eq(alex_sync_start(db), 0, "two syncs at once");
+	cr_assert_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
+	cr_expect_eq(syncs(db), 1);
+	cr_expect_eq(alex_sync_start(db), 0, "nothing is left to sync");
+	survives_power_cut(n);
+	alex_close(db);
+}
+
+/* Commits made while the sync runs may have been written after the sync
+ * looked: they are not counted as synced, and the next sync takes them. */
+Test(bgsync, commits_made_meanwhile_stay_unsynced)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	uint32_t n = commit_until_wanted(db, 1);
+
+	cr_assert_gt(n, 1);
+	cr_assert_eq(alex_sync_start(db), 1);
+	for (uint32_t i = 0; i + 1 < n; i++) { /* short of half a window */
+		cr_assert_eq(alex_refresh(db, 1), 0);
+		put_txn(db, 100 + i, 1);
+		cr_assert_eq(alex_commit(db), 0);
+		cr_expect_eq(alex_sync_wanted(db), 0, "asked for while one runs");
+	}
+	cr_assert_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
+	cr_expect_eq(alex_sync_start(db), 0, "due before half a window");
+	/* with those n - 1 still unsynced, a commit or two make half (the
+	 * records' sizes vary with what they compress to); counted as synced,
+	 * they would take n again */
+	uint32_t m = commit_until_wanted(db, 200);
+	cr_expect_leq(m, n / 2, "%u commits to half a window: the %u made meanwhile were "
+		      "counted as synced", m, n - 1);
+	alex_close(db);
+}
+
+/* A whole window unsynced still syncs inside the commit (the thread fell
+ * behind), and a sync that ends after that counts nothing of its own. */
+Test(bgsync, a_whole_window_syncs_inline_while_one_runs)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	commit_until_wanted(db, 1);
+
+	cr_assert_eq(alex_sync_start(db), 1);
+	uint64_t before = syncs(db);
+	for (uint32_t i = 0; syncs(db) == before; i++) {
+		cr_assert_lt(i, 64, "a whole window unsynced and no inline sync");
+		cr_assert_eq(alex_refresh(db, 1), 0);
+		put_txn(db, 200 + i, 1);
+		cr_assert_eq(alex_commit(db), 0);
+	}
+	cr_assert_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
+	cr_expect_eq(alex_sync_start(db), 0, "everything was synced inline");
+	alex_close(db);
+}
+
+/* A sync that fails leaves committed records whose pages may be gone from
+ * the cache: the engine fails, as after a failed inline sync. */
+Test(bgsync, a_failed_sync_fails_the_engine)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	commit_until_wanted(db, 1);
+
+	cr_assert_eq(alex_sync_start(db), 1);
+	alex_mem_fail_at(mem, alex_mem_ops(mem) + 1, ALEX_MEM_SYNC, EIO);
+	int err = alex_sync_run(db);
+	cr_expect_neq(err, 0);
+	cr_expect_neq(alex_sync_finish(db, err), 0);
+	cr_assert_eq(alex_refresh(db, 1), ALEX_EFAILED);
+	alex_close(db);
+}
