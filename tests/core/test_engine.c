@@ -230,6 +230,44 @@ Test(engine, log_grows_in_doubling_steps_of_written_zeros)
 	alex_close(db);
 }
 
+/* NORMAL syncs once per half window, not per commit: the zeros that save a
+ * per-commit flush its conversion cost nothing there, and would be synced
+ * to the device before the records overwrite them.  The log grows by its
+ * size alone, in the same steps. */
+Test(engine, normal_log_grows_by_its_size_not_by_zeros)
+{
+	cfg.prealloc_bytes = 256u << 10;
+	cfg.checkpoint_bytes = 64u << 20;
+	cfg.compress = ALEX_COMPRESS_OFF;
+	cfg.sync = ALEX_SYNC_NORMAL;
+	cfg.sync_ms = 600000;
+	cfg.extent_bytes = 64u << 20; /* no sync in this test */
+	alex_db *db = open_db();
+	uint8_t b[BLK];
+	size_t len, last = 0;
+	int grew = 0;
+
+	for (uint32_t t = 1; t <= 200; t++) {
+		fill_block(b, t, t);
+		uint64_t before = alex_mem_ops(mem); /* the page's write reserves room */
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)t * BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+		alex_mem_get(mem, LOG, &len);
+		if (len != last && last) {
+			uint64_t have = last - 2 * BLK, step = have < (64u << 10) ? (64u << 10) : have;
+			cr_assert_eq(len - last, step < (256u << 10) ? step : (256u << 10));
+			cr_assert_eq(alex_mem_ops(mem) - before, 2, "growing: a size change, one write");
+			grew++;
+		} else if (t > 1) {
+			cr_assert_eq(alex_mem_ops(mem) - before, 1, "not growing: one write");
+		}
+		last = len;
+	}
+	cr_expect_geq(grew, 3);
+	cr_expect_leq(grew, 12);
+	alex_close(db);
+}
+
 Test(engine, spilled_transaction_is_atomic)
 {
 	uint8_t b[BLK];
