@@ -201,17 +201,20 @@ int alex_discard(alex_db *db);
 /*
  * ALEX_SYNC_NORMAL's syncs, made outside the caller's lock so that commits
  * do not wait for them.  A commit syncs inline only when a whole window
- * (sync_ms, or extent_bytes) is unsynced; at half of one, alex_sync_wanted
- * says 1, once, after the commit: the caller wakes its syncing thread.
- * That thread (and its timer, so that an idle program's commits become
- * durable within the window) calls, under the lock, alex_sync_start: 1 when
- * a sync is due (half a window), covering what is written now; then
- * without the lock alex_sync_run (the sync, its error), and under the lock
- * again alex_sync_finish, which counts what the sync covered as durable
- * (an error fails the engine, as an inline one does).  One at a time.  A
- * forked child, which has no such thread, calls alex_sync_forget.
+ * (sync_ms, or extent_bytes) is unsynced.  After a commit alex_sync_wanted
+ * says 1 -- when the commit is the first unsynced one (the thread starts
+ * its clock) and, once, at half the window's bytes -- and the caller wakes
+ * its syncing thread.  That thread looks every quarter window while
+ * alex_sync_pending says commits wait (and sleeps while none do): under
+ * the lock, alex_sync_start is 1 when a sync is due (half the bytes, three
+ * quarters of the time), covering what is written now; then without the
+ * lock alex_sync_run (the sync, its error), and under the lock again
+ * alex_sync_finish, which counts what the sync covered as durable (an error
+ * fails the engine, as an inline one does).  One at a time.  A forked
+ * child, which has no such thread, calls alex_sync_forget.
  */
 int alex_sync_wanted(alex_db *db);
+int alex_sync_pending(const alex_db *db);
 int alex_sync_start(alex_db *db);
 int alex_sync_run(alex_db *db);
 int alex_sync_finish(alex_db *db, int err);

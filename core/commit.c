@@ -21,14 +21,16 @@ void alex_sync_reset(alex_db *db)
 	db->bg_asked = db->bg_want = 0;
 }
 
-/* Half NORMAL's window (time or bytes) is unsynced: time for a sync outside
- * the lock, early enough that commits seldom reach the whole. */
+/* Time for a sync outside the lock, early enough that commits seldom reach
+ * NORMAL's whole window: half its bytes (a sync takes a while, and commits
+ * go on meanwhile), or three quarters of its time (the syncing thread
+ * looks every quarter, so no commit waits longer than the window). */
 static int sync_soon(const alex_db *db, uint64_t now)
 {
-	struct alex_config half = db->cfg;
-	half.extent_bytes /= 2;
-	half.sync_ms /= 2;
-	return alex_flush_due(&half, db->unsynced_bytes, db->unsynced_since_ns, now);
+	struct alex_config soon = db->cfg;
+	soon.extent_bytes /= 2;
+	soon.sync_ms -= soon.sync_ms / 4;
+	return alex_flush_due(&soon, db->unsynced_bytes, db->unsynced_since_ns, now);
 }
 
 static int sync_records(alex_db *db)
@@ -165,10 +167,14 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 		db->unsynced_commit = 1;
 		db->unsynced_bytes += len;
 		db->unsynced_seq++;
-		if (!db->unsynced_since_ns)
+		/* the first unsynced commit: the syncing thread, asleep while
+		 * nothing waits, starts its clock (alex_sync_wanted) */
+		if (!db->unsynced_since_ns) {
 			db->unsynced_since_ns = now;
+			db->bg_want = 1;
+		}
 		/* the whole window: synced here, before the commit returns;
-		 * half of it: a sync outside the lock is asked for, which keeps
+		 * most of it: a sync outside the lock is asked for, which keeps
 		 * the commits that follow from ever reaching the whole */
 		if (db->cfg.sync == ALEX_SYNC_NORMAL &&
 		    alex_flush_due(&db->cfg, db->unsynced_bytes, db->unsynced_since_ns, now) &&
@@ -273,6 +279,11 @@ int alex_sync_wanted(alex_db *db)
 	int want = db->bg_want;
 	db->bg_want = 0;
 	return want;
+}
+
+int alex_sync_pending(const alex_db *db)
+{
+	return db->cfg.sync == ALEX_SYNC_NORMAL && !db->failed && db->unsynced_commit;
 }
 
 int alex_sync_start(alex_db *db)

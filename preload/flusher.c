@@ -2,10 +2,12 @@
  * flusher.c - ALEX_SYNC=normal promises durability within ALEX_SYNC_MS (and
  * ALEX_EXTENT_KB) even when the program stops committing, and its commits
  * should not wait for the syncs that keep that promise.  A thread, started
- * with the first engine, wakes every half window, or when a commit left
- * half a window unsynced (alex_flusher_kick), and syncs what is due
- * without holding the database's lock (serve.c: alex_serve_sync_due).
- * After fork() the child starts its own when it opens a database again.
+ * with the first engine, syncs what is due without holding the database's
+ * lock (serve.c: alex_serve_sync_start, alex_serve_sync_end).  It looks
+ * every quarter window while commits wait, and when a commit asks
+ * (alex_flusher_kick: the first unsynced one, or half the window's bytes);
+ * with nothing unsynced it sleeps, so an idle program is not woken.  After
+ * fork() the child starts its own when it opens a database again.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,7 +21,10 @@
 static int started;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
+static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
 static int kicked;
+
+static void init_cv(void);
 
 /* The databases whose sync began, found under the registry's lock; each
  * stays open until its sync ends (alex_serve_close waits), so the syncs run
@@ -27,27 +32,31 @@ static int kicked;
 struct due {
 	struct pdb *db[64];
 	int n;
+	int waiting; /* some database still has unsynced commits */
 };
 
 static void start_one(struct pdb *db, void *arg)
 {
 	struct due *d = arg;
-	if (d->n < 64 && alex_serve_sync_start(db))
+	int more = 0;
+	if (d->n < 64 && alex_serve_sync_start(db, &more))
 		d->db[d->n++] = db;
+	d->waiting |= more;
 }
 
-/* Until the half window has passed or a commit asks. */
-static void wait_tick(void)
+/* Until a quarter window has passed (when commits wait) or a commit asks. */
+static void wait_tick(int waiting)
 {
 	struct timespec at;
-	uint64_t ns = (uint64_t)alex_cfg.engine.sync_ms * 500000u;
+	uint64_t ns = (uint64_t)alex_cfg.engine.sync_ms * 250000u;
 
 	clock_gettime(CLOCK_MONOTONIC, &at);
 	ns += (uint64_t)at.tv_nsec;
 	at.tv_sec += (time_t)(ns / 1000000000u);
 	at.tv_nsec = (long)(ns % 1000000000u);
 	pthread_mutex_lock(&mu);
-	while (!kicked && pthread_cond_timedwait(&cv, &mu, &at) == 0)
+	while (!kicked && (waiting ? pthread_cond_timedwait(&cv, &mu, &at) == 0
+				   : pthread_cond_wait(&cv, &mu) == 0))
 		;
 	kicked = 0;
 	pthread_mutex_unlock(&mu);
@@ -55,19 +64,25 @@ static void wait_tick(void)
 
 static void *flusher(void *arg)
 {
+	int waiting = 1;
+
 	(void)arg;
 	for (;;) {
-		struct due d = { .n = 0 };
-		wait_tick();
+		struct due d = { .n = 0, .waiting = 0 };
+		wait_tick(waiting);
 		alex_pdb_scan(start_one, &d);
 		for (int i = 0; i < d.n; i++)
 			alex_serve_sync_end(d.db[i]);
+		/* what the syncs did not cover (commits made meanwhile) is
+		 * looked at again a quarter window on */
+		waiting = d.waiting || d.n;
 	}
 	return NULL;
 }
 
 void alex_flusher_kick(void)
 {
+	pthread_once(&cv_once, init_cv);
 	pthread_mutex_lock(&mu);
 	kicked = 1;
 	pthread_cond_signal(&cv);
@@ -104,7 +119,7 @@ void alex_flusher_start(void)
 	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL ||
 	    __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
-	init_cv();
+	pthread_once(&cv_once, init_cv);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	/* signals are the program's business, not this thread's */

@@ -429,11 +429,12 @@ void alex_serve_wal_closed(struct pdb *db)
 
 /* ---- background and process life ---------------------------------------- */
 
-int alex_serve_sync_start(struct pdb *db)
+int alex_serve_sync_start(struct pdb *db, int *waiting)
 {
 	pthread_mutex_lock(&db->mu);
 	int on = !db->syncing && alex_sync_start(db->eng);
 	db->syncing = on;
+	*waiting = alex_sync_pending(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	return on;
 }
