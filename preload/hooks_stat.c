@@ -55,7 +55,7 @@ struct name_look {
 static void look_begin(int dirfd, const char *path, struct stat64 *st, struct name_look *l)
 {
 	char dbpath[PATH_MAX], abs[PATH_MAX];
-	int exists;
+	int exists, saved = errno;
 
 	l->role = ROLE_NONE;
 	l->db = NULL;
@@ -63,13 +63,15 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	if (!alex_active() || !path)
 		return;
 	l->role = alex_match(path, dbpath, sizeof dbpath);
-	if ((l->role != ROLE_JOURNAL && l->role != ROLE_WAL) ||
-	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0 || !(l->db = alex_pdb_find_name(abs)))
-		return;
-	if (st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
+	/* the lookup may stat the database's name (no database open under
+	 * it): its errno is not the caller's */
+	if ((l->role == ROLE_JOURNAL || l->role == ROLE_WAL) &&
+	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0 && (l->db = alex_pdb_find_name(abs)) &&
+	    st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
 		l->known = 1;
 		l->rc = exists ? 0 : -1;
 	}
+	errno = saved;
 }
 
 /* The answer from memory; errno as the kernel would set it. */

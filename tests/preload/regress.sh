@@ -254,6 +254,24 @@ hot = subprocess.run(["sh", "-c", "test -s \"$0\" && echo hot", db + "-journal"]
 hot += " seen" if os.path.exists(db + "-journal") else " unseen"  # by a stat here, outside any lock
 print(held, hot, a.execute("select count(*) from t").fetchone()[0], a.execute("pragma integrity_check").fetchone()[0])'
 
+# a stat that succeeds leaves errno as it was: the lookup of a journal's
+# database may stat a name that does not exist (review: errno 2 after a
+# successful stat of b.db-journal while a.db was open)
+scenario stat-keeps-errno "1234 1234" '
+import ctypes, os, sqlite3, sys
+d = sys.argv[1]
+c = sqlite3.connect(d + "/a.db", isolation_level=None)
+c.execute("create table t(x)"); c.execute("insert into t values(1)")
+open(d + "/b.db-journal", "w").write("x")
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+out = []
+for name in ("b.db-journal", "a.db"):
+    ctypes.set_errno(1234)
+    assert libc.stat((d + "/" + name).encode(), buf) == 0
+    out.append(ctypes.get_errno())
+print(*out)'
+
 # a reader with no log of its own asks no more whether a log appeared while
 # the file carries no mark (refresh.c): another process's log and commits
 # must still reach it, with that writer open (the log holds pages, the file
