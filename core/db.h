@@ -132,6 +132,7 @@ struct alex_db {
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;
 	int making_room;          /* a checkpoint for room (alex_make_room) */
+	int no_allocate;          /* the log's file system has no fallocate */
 #define ALEX_SPACE_LOW(db) ((db)->space_avail < 4 * (db)->cfg.checkpoint_bytes)
 
 	/* compression */

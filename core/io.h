@@ -48,6 +48,10 @@ struct alex_io_ops {
 	 * an error where that cannot be promised (the caller then syncs) */
 	int (*write_out)(void *ctx, int fd, uint64_t off, uint64_t n, int with);
 	int (*ftruncate)(void *ctx, int fd, uint64_t size);
+	/* reserves [off, off + n) of fd's file without writing it (it reads
+	 * as zeros), the size growing to its end: ENOSPC when the file system
+	 * has no room, EOPNOTSUPP where it cannot (NULL: nowhere) */
+	int (*allocate)(void *ctx, int fd, uint64_t off, uint64_t n);
 	int (*size)(void *ctx, int fd, uint64_t *size);
 	int (*stat)(void *ctx, int fd, struct alex_finfo *fi);
 	/* gives fd like's permission bits whatever the umask, and like's owner

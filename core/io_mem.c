@@ -347,6 +347,22 @@ static int mem_ftruncate(void *ctx, int fd, uint64_t size)
 	return mem_resize(ctx, fd, size, ALEX_MEM_TRUNC);
 }
 
+/* The model keeps no holes: the reserved range is zeros, as a file
+ * system's unwritten extents read; a full disk refuses it. */
+static int mem_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	alex_mem *m = ctx;
+
+	if (!valid_fd(m, fd))
+		return EBADF;
+	check_counted(m, &m->files[fd]);
+	if (off + n <= m->files[fd].size) {
+		(void)count_op(m, ALEX_MEM_TRUNC);
+		return 0;
+	}
+	return mem_resize(m, fd, off + n, ALEX_MEM_TRUNC);
+}
+
 static int mem_size(void *ctx, int fd, uint64_t *size)
 {
 	alex_mem *m = ctx;
@@ -546,6 +562,7 @@ static const struct alex_io_ops mem_ops = {
 	.fdatasync = mem_fdatasync,
 	.write_out = mem_write_out,
 	.ftruncate = mem_ftruncate,
+	.allocate = mem_allocate,
 	.size = mem_size,
 	.stat = mem_stat,
 	.own = mem_own,

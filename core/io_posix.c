@@ -119,6 +119,17 @@ static int px_ftruncate(void *ctx, int fd, uint64_t size)
 	return err_of(r);
 }
 
+static int px_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	long r;
+
+	(void)ctx;
+	do
+		r = syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)n);
+	while (r < 0 && errno == EINTR);
+	return err_of(r);
+}
+
 static int px_size(void *ctx, int fd, uint64_t *size)
 {
 	struct stat st;
@@ -357,6 +368,7 @@ static const struct alex_io_ops posix_ops = {
 	.fdatasync = px_fdatasync,
 	.write_out = px_write_out,
 	.ftruncate = px_ftruncate,
+	.allocate = px_allocate,
 	.size = px_size,
 	.stat = px_stat,
 	.own = px_own,

@@ -303,6 +303,22 @@ static int t_ftruncate(void *ctx, int fd, uint64_t size)
 	return err;
 }
 
+/* Like a growing ftruncate: a power cut may lose the size change. */
+static int t_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	pthread_mutex_lock(&T.mu);
+	uint64_t cur = 0;
+	int err = before("fallocate", ALEX_TEST_NCLASS);
+	if (!err && !(err = P()->size(ctx, fd, &cur)) && off + n > cur)
+		err = remember(fd, cur, 0, 1);
+	if (!err)
+		err = P()->allocate(ctx, fd, off, n);
+	if (!err && off + n > cur)
+		alex_test_record(ALEX_TR_TRUNC, fd, 0, off + n, 0, NULL, NULL, NULL);
+	pthread_mutex_unlock(&T.mu);
+	return err;
+}
+
 static int t_size(void *ctx, int fd, uint64_t *size)
 {
 	return P()->size(ctx, fd, size);
@@ -390,6 +406,7 @@ static const struct alex_io_ops test_ops = {
 	.fdatasync = t_fdatasync,
 	.write_out = t_write_out,
 	.ftruncate = t_ftruncate,
+	.allocate = t_allocate,
 	.size = t_size,
 	.stat = t_stat,
 	.own = t_own,

@@ -37,8 +37,11 @@ static uint64_t step_limit(struct alex_db *db, int fd)
  * be written to the device by the sync that finds them ahead of the
  * records, and again under them (alex-bench: 37 MB against 21 MB for 5000
  * inserts), and each step's zeros were a stall inside a commit.  Its log
- * grows by its size alone; a full disk then shows at the record's write,
- * which makes room as any ENOSPC there does (commit.c: write_commit).
+ * space is reserved with fallocate instead: unwritten, but reserved, so a
+ * full disk still shows while SQLite writes its pages (SQLITE_FULL), not at
+ * the commit's record (review: a size change alone reserved nothing, and
+ * a disk that filled failed the commit after its journal was gone).  Zeros
+ * where the file system has no fallocate.
  */
 static const uint8_t zeros[64 << 10];
 
@@ -54,6 +57,19 @@ int alex_log_grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
 	return 0;
 }
 
+/* [from, to) of the log reserved: unwritten in NORMAL mode (above), where
+ * the file system can, else written zeros. */
+static int fill(struct alex_db *db, uint64_t from, uint64_t to)
+{
+	if (db->cfg.sync == ALEX_SYNC_NORMAL && !db->no_allocate) {
+		int err = alex_log_allocate(db, db->log_fd, from, to - from);
+		if (err != EOPNOTSUPP)
+			return err;
+		db->no_allocate = 1;
+	}
+	return alex_log_grow(db, db->log_fd, from, to);
+}
+
 int alex_log_prealloc(struct alex_db *db, uint64_t end)
 {
 	if (end <= db->alloc_end)
@@ -67,17 +83,11 @@ int alex_log_prealloc(struct alex_db *db, uint64_t end)
 	if (step > room)
 		step = room < ALEX_BLOCK ? ALEX_BLOCK : room & ~(uint64_t)(ALEX_BLOCK - 1);
 	uint64_t want = db->alloc_end + (end - db->alloc_end + step - 1) / step * step;
-	if (db->cfg.sync == ALEX_SYNC_NORMAL) { /* no zeros (above) */
-		int err = alex_log_truncate(db, db->log_fd, want);
-		if (!err)
-			db->alloc_end = want;
-		return err;
-	}
-	int err = alex_log_grow(db, db->log_fd, db->alloc_end, want);
+	int err = fill(db, db->alloc_end, want);
 	if ((err == ENOSPC || err == EDQUOT) && want > alex_roundup_block(end)) {
 		/* a full disk may still have room for what is needed now */
 		want = alex_roundup_block(end);
-		err = alex_log_grow(db, db->log_fd, db->alloc_end, want);
+		err = fill(db, db->alloc_end, want);
 	}
 	if (err)
 		return err; /* alloc_end stays: the next try writes it all again */

@@ -206,6 +206,21 @@ int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint6
 	return err;
 }
 
+int alex_log_allocate(struct alex_db *db, int fd, uint64_t off, uint64_t n)
+{
+	struct alex_shm_look l;
+	int counted, err;
+
+	if (!db->io.ops->allocate)
+		return EOPNOTSUPP;
+	if ((err = begin_change(db, fd, &l, &counted)))
+		return err;
+	err = db->io.ops->allocate(db->io.ctx, fd, off, n);
+	if (counted)
+		leave(db, &l, err);
+	return err;
+}
+
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size)
 {
 	struct alex_shm_look l;

@@ -52,5 +52,8 @@ void alex_shm_retire(struct alex_db *db);
  * when it cannot be counted (above). */
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off);
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size);
+/* Reserves log space without writing it (io.h: allocate); EOPNOTSUPP
+ * where it cannot. */
+int alex_log_allocate(struct alex_db *db, int fd, uint64_t off, uint64_t n);
 
 #endif

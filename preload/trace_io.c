@@ -101,6 +101,14 @@ static int t_ftruncate(void *ctx, int fd, uint64_t size)
 	return rec(fd, ALEX_TK_FTRUNCATE, t0, size, IN->ftruncate(CTX, fd, size));
 }
 
+static int t_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	(void)ctx;
+	uint64_t t0 = alex_trace_now();
+	return done(alex_trace_fd(fd), ALEX_TK_FALLOCATE, fd, t0, off, n, 0, NULL,
+		    IN->allocate ? IN->allocate(CTX, fd, off, n) : EOPNOTSUPP);
+}
+
 static int t_size(void *ctx, int fd, uint64_t *size)
 {
 	(void)ctx;
@@ -212,7 +220,8 @@ static void t_shm_unmap(void *ctx, void *region)
 
 static const struct alex_io_ops traced_ops = {
 	.open = t_open, .close = t_close, .pread = t_pread, .pwrite = t_pwrite,
-	.fdatasync = t_fdatasync, .write_out = t_write_out, .ftruncate = t_ftruncate, .size = t_size, .stat = t_stat,
+	.fdatasync = t_fdatasync, .write_out = t_write_out, .ftruncate = t_ftruncate,
+	.allocate = t_allocate, .size = t_size, .stat = t_stat,
 	.own = t_own, .space = t_space, .exists = t_exists, .rename = t_rename,
 	.unlink = t_unlink, .sync_dir = t_sync_dir, .lock = t_lock,
 	.shm_map = t_shm_map, .shm_unmap = t_shm_unmap,

@@ -232,9 +232,9 @@ Test(engine, log_grows_in_doubling_steps_of_written_zeros)
 
 /* NORMAL syncs once per half window, not per commit: the zeros that save a
  * per-commit flush its conversion cost nothing there, and would be synced
- * to the device before the records overwrite them.  The log grows by its
- * size alone, in the same steps. */
-Test(engine, normal_log_grows_by_its_size_not_by_zeros)
+ * to the device before the records overwrite them.  The log's space is
+ * reserved (fallocate), not written, in the same steps. */
+Test(engine, normal_log_space_is_reserved_not_written)
 {
 	cfg.prealloc_bytes = 256u << 10;
 	cfg.checkpoint_bytes = 64u << 20;
@@ -256,7 +256,7 @@ Test(engine, normal_log_grows_by_its_size_not_by_zeros)
 		if (len != last && last) {
 			uint64_t have = last - 2 * BLK, step = have < (64u << 10) ? (64u << 10) : have;
 			cr_assert_eq(len - last, step < (256u << 10) ? step : (256u << 10));
-			cr_assert_eq(alex_mem_ops(mem) - before, 2, "growing: a size change, one write");
+			cr_assert_eq(alex_mem_ops(mem) - before, 2, "growing: a reservation, one write");
 			grew++;
 		} else if (t > 1) {
 			cr_assert_eq(alex_mem_ops(mem) - before, 1, "not growing: one write");
