@@ -242,11 +242,15 @@ static int run_once(alex_db *db)
 	/* NORMAL mode: the log's tail may not be durable yet.  Its blocks
 	 * must not reach the base first -- a crash would recover the older
 	 * log over a base already holding newer pages, a mix of two states
-	 * (found by the SQLite power-cut campaign, tests/preload/powercut.sh). */
-	if (db->unsynced_commit && (err = alex_log_sync(db))) {
+	 * (found by the SQLite power-cut campaign, tests/preload/powercut.sh).
+	 * Nor another process's tail, which this engine only read (review:
+	 * a reader's checkpoint of a NORMAL writer's commits), nor a crashed
+	 * one's, which recovery read from the page cache. */
+	if ((db->unsynced_commit || db->log_foreign) && (err = alex_log_sync(db))) {
 		db->failed = 1;
 		return err;
 	}
+	db->log_foreign = 0;
 	/* A run never holds more blocks than there are keys: a small
 	 * checkpoint's buffer stays small, on the heap, where a 256 KiB one
 	 * would be a fresh mapping each time (page faults, and an munmap

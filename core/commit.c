@@ -40,6 +40,7 @@ static int sync_records(alex_db *db)
 	if (err)
 		return err;
 	alex_sync_reset(db);
+	db->log_foreign = 0;
 	return 0;
 }
 

@@ -169,6 +169,7 @@ static int commit_group(alex_db *db, struct ops *ops, const uint64_t size[ALEX_N
 		db->csize[f] = size[f];
 	(*commits)++;
 	db->epoch_commits++;
+	db->log_foreign = 1; /* read, not written, here: perhaps not synced */
 	db->append_off = end;
 	db->next_lsn = lsn;
 	db->prev_crc = prev;
