@@ -300,13 +300,18 @@ int alex_sync_start(alex_db *db)
 	db->bg.bytes = db->unsynced_bytes;
 	db->bg.resets = db->sync_resets;
 	db->bg.start_ns = now;
+	db->bg.err = 0;
+	__atomic_store_n(&db->bg.done, 0, __ATOMIC_RELEASE);
 	db->bg_asked = db->bg_want = 0;
 	return 1;
 }
 
 int alex_sync_run(alex_db *db)
 {
-	return db->io.ops->fdatasync(db->io.ctx, db->bg.fd);
+	int err = db->io.ops->fdatasync(db->io.ctx, db->bg.fd);
+	db->bg.err = err;
+	__atomic_store_n(&db->bg.done, 1, __ATOMIC_RELEASE); /* alex_log_sync waits */
+	return err;
 }
 
 int alex_sync_finish(alex_db *db, int err)

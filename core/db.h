@@ -127,6 +127,7 @@ struct alex_db {
 				     for the sync to end (alex_log_drop) */
 		int fd;
 		uint64_t seq, bytes, resets, start_ns; /* what it covers */
+		int done, err;    /* its fdatasync returned (atomic), with err */
 	} bg;
 
 	/* disk space: the free bytes last seen, when the log grew */

@@ -421,6 +421,17 @@ int alex_log_sync(struct alex_db *db)
 {
 	if (db->log_fd < 0)
 		return 0;
+	/* A sync outside the lock runs on this descriptor (commit.c): a
+	 * write-back error is reported to one sync of a file description
+	 * only, so two at once could leave this one blind to it (review).
+	 * This one waits for that one, and fails with it. */
+	if (db->bg.on && !db->bg.parked && db->bg.fd == db->log_fd) {
+		struct timespec pause = { 0, 20000 };
+		while (!__atomic_load_n(&db->bg.done, __ATOMIC_ACQUIRE))
+			nanosleep(&pause, NULL);
+		if (db->bg.err)
+			return db->bg.err;
+	}
 	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
