@@ -301,22 +301,30 @@ int alex_sync_start(alex_db *db)
 	db->bg.resets = db->sync_resets;
 	db->bg.start_ns = now;
 	db->bg.err = 0;
-	__atomic_store_n(&db->bg.done, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&db->bg.state, ALEX_BG_STARTED, __ATOMIC_RELEASE);
 	db->bg_asked = db->bg_want = 0;
 	return 1;
 }
 
 int alex_sync_run(alex_db *db)
 {
+	int expect = ALEX_BG_STARTED;
+	/* an inline sync that came first took its place (log.c) */
+	if (!__atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_RUNNING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
 	int err = db->io.ops->fdatasync(db->io.ctx, db->bg.fd);
 	db->bg.err = err;
-	__atomic_store_n(&db->bg.done, 1, __ATOMIC_RELEASE); /* alex_log_sync waits */
+	__atomic_store_n(&db->bg.state, ALEX_BG_DONE, __ATOMIC_RELEASE); /* alex_log_sync waits */
 	return err;
 }
 
 int alex_sync_finish(alex_db *db, int err)
 {
+	int cancelled = __atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_CANCELLED;
+
 	db->bg.on = 0;
+	__atomic_store_n(&db->bg.state, 0, __ATOMIC_RELEASE);
 	if (db->bg.parked) {
 		/* the log was closed meanwhile (removed after its checkpoint,
 		 * or another's): what the sync covered is not this engine's to
@@ -325,6 +333,8 @@ int alex_sync_finish(alex_db *db, int err)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 		return 0;
 	}
+	if (cancelled)
+		return 0; /* no sync was made: nothing is counted */
 	db->st.syncs++;
 	if (err) {
 		db->failed = 1; /* committed records we no longer hold */
@@ -343,6 +353,13 @@ int alex_sync_finish(alex_db *db, int err)
 	db->unsynced_bytes -= db->bg.bytes <= db->unsynced_bytes ? db->bg.bytes : db->unsynced_bytes;
 	if (db->unsynced_since_ns < db->bg.start_ns)
 		db->unsynced_since_ns = db->bg.start_ns;
+	/* only spills came after (they count no bytes): no commit waits, and
+	 * the spills' own commit will be counted when it comes (review: the
+	 * flusher ticked for ever on "pending" with nothing due) */
+	if (!db->unsynced_bytes) {
+		db->unsynced_commit = 0;
+		db->unsynced_since_ns = 0;
+	}
 	return 0;
 }
 
@@ -351,6 +368,7 @@ void alex_sync_forget(alex_db *db)
 	if (db->bg.on && db->bg.parked)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 	db->bg.on = db->bg.parked = 0;
+	__atomic_store_n(&db->bg.state, 0, __ATOMIC_RELEASE);
 	db->bg_asked = db->bg_want = 0;
 }
 

@@ -127,8 +127,14 @@ struct alex_db {
 				     for the sync to end (alex_log_drop) */
 		int fd;
 		uint64_t seq, bytes, resets, start_ns; /* what it covers */
-		int done, err;    /* its fdatasync returned (atomic), with err */
+		int state;        /* ALEX_BG_* (atomic: alex_sync_run runs
+				     without the lock) */
+		int err;          /* its fdatasync's, once DONE */
 	} bg;
+#define ALEX_BG_STARTED 1   /* begun, its fdatasync not yet */
+#define ALEX_BG_RUNNING 2   /* in its fdatasync */
+#define ALEX_BG_DONE 3
+#define ALEX_BG_CANCELLED 4 /* an inline sync came first: nothing to do */
 
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;

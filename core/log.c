@@ -421,16 +421,25 @@ int alex_log_sync(struct alex_db *db)
 {
 	if (db->log_fd < 0)
 		return 0;
-	/* A sync outside the lock runs on this descriptor (commit.c): a
-	 * write-back error is reported to one sync of a file description
-	 * only, so two at once could leave this one blind to it (review).
-	 * This one waits for that one, and fails with it. */
-	if (db->bg.on && !db->bg.parked && db->bg.fd == db->log_fd) {
+	/* A sync outside the lock on this descriptor (commit.c): a write-back
+	 * error is reported to one sync of a file description only, so two at
+	 * once could leave this one blind to it (review).  One not yet begun
+	 * is cancelled -- this one does its work, and waiting for it could
+	 * wait on the syncing thread's turn at other databases' locks (review:
+	 * a deadlock with fork) -- one in its fdatasync is waited for, which
+	 * takes no lock, and its error is this one's. */
+	int expect = ALEX_BG_STARTED;
+	if (db->bg.on && !db->bg.parked && db->bg.fd == db->log_fd &&
+	    !__atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_CANCELLED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    expect == ALEX_BG_RUNNING) {
 		struct timespec pause = { 0, 20000 };
-		while (!__atomic_load_n(&db->bg.done, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_RUNNING)
 			nanosleep(&pause, NULL);
 		if (db->bg.err)
 			return db->bg.err;
+	} else if (expect == ALEX_BG_DONE && db->bg.err) {
+		return db->bg.err;
 	}
 	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 

@@ -63,7 +63,7 @@ static int fill(struct alex_db *db, uint64_t from, uint64_t to)
 {
 	if (db->cfg.sync == ALEX_SYNC_NORMAL && !db->no_allocate) {
 		int err = alex_log_allocate(db, db->log_fd, from, to - from);
-		if (err != EOPNOTSUPP)
+		if (err != EOPNOTSUPP && err != ENOSYS)
 			return err;
 		db->no_allocate = 1;
 	}

@@ -82,6 +82,10 @@ static void *flusher(void *arg)
 
 void alex_flusher_kick(void)
 {
+	/* a forked child, or a process whose thread could not be made, has
+	 * none yet: commits made on what it already has open still need one */
+	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		alex_flusher_start();
 	pthread_once(&cv_once, init_cv);
 	pthread_mutex_lock(&mu);
 	kicked = 1;

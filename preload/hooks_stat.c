@@ -49,6 +49,7 @@ struct name_look {
 	enum alex_role role;
 	struct pdb *db;      /* a journal's or WAL's database, with a reference */
 	int known, rc;       /* answered from memory: rc, errno ENOENT if -1 */
+	int errno0;          /* the caller's errno, kept on success */
 	struct alex_fence before;
 };
 
@@ -57,6 +58,7 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	char dbpath[PATH_MAX], abs[PATH_MAX];
 	int exists, saved = errno;
 
+	l->errno0 = saved;
 	l->role = ROLE_NONE;
 	l->db = NULL;
 	l->known = 0;
@@ -78,8 +80,7 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 static int look_answer(struct name_look *l)
 {
 	alex_pdb_put(l->db);
-	if (l->rc)
-		errno = ENOENT;
+	errno = l->rc ? ENOENT : l->errno0;
 	return l->rc;
 }
 
@@ -100,7 +101,8 @@ static int look_end(struct name_look *l, int rc, struct stat64 *st)
 			rc = 0;
 	}
 	alex_pdb_put(l->db);
-	errno = saved;
+	/* a success from memory after the kernel's ENOENT: the caller's errno */
+	errno = rc == 0 ? l->errno0 : saved;
 	return rc;
 }
 

@@ -169,3 +169,48 @@ Test(bgsync, an_inline_sync_after_a_failed_one_fails_too)
 	alex_sync_finish(db, err);
 	alex_close(db);
 }
+
+/* A sync begun but whose fdatasync has not started (the thread is busy with
+ * another database) is cancelled by an inline one, which does its work: an
+ * inline sync that waited for it, holding its database's lock, could wait
+ * on the thread's turn at another database's lock (review: a deadlock with
+ * fork). */
+Test(bgsync, an_inline_sync_cancels_one_not_yet_running)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	commit_until_wanted(db, 1);
+
+	cr_assert_eq(alex_sync_start(db), 1);
+	uint64_t before = syncs(db);
+	cr_assert_eq(alex_sync(db), 0, "the inline sync waited or failed");
+	cr_expect_eq(syncs(db), before + 1);
+	uint64_t ops = alex_mem_ops(mem);
+	cr_expect_eq(alex_sync_run(db), 0);
+	cr_expect_eq(alex_mem_ops(mem), ops, "the cancelled sync synced");
+	cr_expect_eq(alex_sync_finish(db, 0), 0);
+	cr_expect_eq(syncs(db), before + 1, "the cancelled sync was counted");
+	cr_expect_eq(alex_sync_pending(db), 0);
+	alex_close(db);
+}
+
+/* Spills (a large transaction's blocks, written before its commit) made
+ * while a sync runs count no bytes: once the sync covers the commits, none
+ * waits, and the thread must not be told there are (review: it ticked four
+ * times a window for ever). */
+Test(bgsync, spills_alone_leave_nothing_pending)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	commit_until_wanted(db, 1);
+
+	cr_assert_eq(alex_sync_start(db), 1);
+	cr_assert_eq(alex_refresh(db, 1), 0);
+	put_txn(db, 500, 40); /* more blocks than the collector holds: spills */
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_assert_gt(st.spills, 0);
+	cr_assert_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
+	cr_expect_eq(alex_sync_pending(db), 0, "pending with no commit unsynced");
+	cr_assert_eq(alex_commit(db), 0);
+	cr_expect_eq(alex_sync_pending(db), 1, "the spilled transaction's commit is not counted");
+	alex_close(db);
+}
