@@ -221,10 +221,12 @@ static int commit(alex_db *db, int sync, const char *cond)
 		return err;
 	if (sync && (err = sync_records(db))) {
 		/* The record may or may not be on disk.  Nothing moved yet, so a
-		 * retry rewrites it in place -- unless spill records written
-		 * before it were covered by this failed sync: their pages may be
-		 * gone from the cache's dirty set, and we no longer hold them. */
-		if (db->unsynced_spill)
+		 * retry rewrites it in place -- unless spill records, or NORMAL
+		 * commits already acknowledged, written before it were covered
+		 * by this failed sync: their pages may be gone from the cache's
+		 * dirty set, and we no longer hold them (review: a conditional
+		 * commit's failed sync, then a retry acknowledged past it). */
+		if (db->unsynced_spill || db->unsynced_commit)
 			db->failed = 1;
 		return err;
 	}
@@ -321,7 +323,9 @@ int alex_sync_run(alex_db *db)
 
 int alex_sync_finish(alex_db *db, int err)
 {
-	int cancelled = __atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_CANCELLED;
+	int state = __atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE);
+	/* STARTED: alex_sync_run was not called -- nothing was synced either */
+	int cancelled = state == ALEX_BG_CANCELLED || state == ALEX_BG_STARTED;
 
 	db->bg.on = 0;
 	__atomic_store_n(&db->bg.state, 0, __ATOMIC_RELEASE);

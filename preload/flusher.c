@@ -7,7 +7,8 @@
  * every quarter window while commits wait, and when a commit asks
  * (alex_flusher_kick: the first unsynced one, or half the window's bytes);
  * with nothing unsynced it sleeps, so an idle program is not woken.  After
- * fork() the child starts its own when it opens a database again.
+ * fork() the child starts its own at its first commit or open (its syncs,
+ * like its inline ones, are of descriptions it shares with its parent).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "serve.h"
 
 static int started;
+static int refused; /* pthread_create failed: said once, not tried again */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
@@ -109,6 +111,7 @@ void alex_flusher_forked(void)
 	/* threads do not survive fork: a child starts its own, and the lock
 	 * may have been held by the parent's at the moment of the fork */
 	started = 0;
+	refused = 0;
 	pthread_mutex_init(&mu, NULL);
 	init_cv();
 	kicked = 0;
@@ -120,7 +123,7 @@ void alex_flusher_start(void)
 	pthread_attr_t a;
 	sigset_t all, old;
 
-	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL ||
+	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL || __atomic_load_n(&refused, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
 	pthread_once(&cv_once, init_cv);
@@ -130,6 +133,7 @@ void alex_flusher_start(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&t, &a, flusher, NULL) != 0) {
+		__atomic_store_n(&refused, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
 		alex_msg(ALEX_MSG_ERROR, "ALEX_SYNC=normal: no background sync thread; "
 					 "commits are synced only when the next one comes");

@@ -214,3 +214,39 @@ Test(bgsync, spills_alone_leave_nothing_pending)
 	cr_expect_eq(alex_sync_pending(db), 1, "the spilled transaction's commit is not counted");
 	alex_close(db);
 }
+
+/* A conditional commit (one database of a transaction across several)
+ * syncs inline; when that sync fails, NORMAL commits acknowledged before it
+ * may have lost their pages with it, whether or not a background sync had
+ * begun (it is cancelled) -- the engine fails, as after any failed sync of
+ * acknowledged records, rather than acknowledge a retry past it (review). */
+#define SUPER "/mem/t.db-mj01234567"
+
+static void failed_cond_sync_fails_the_engine(int with_job)
+{
+	alex_db *db = open_engine(&cfg, &io);
+	commit_until_wanted(db, 1);
+
+	if (with_job)
+		cr_assert_eq(alex_sync_start(db), 1); /* begun, its fdatasync not yet */
+	cr_assert_eq(alex_refresh(db, 1), 0);
+	put_txn(db, 900, 1);
+	/* the record's write, then its sync: the sync fails */
+	alex_mem_fail_at(mem, alex_mem_ops(mem) + 2, ALEX_MEM_SYNC, EIO);
+	cr_assert_neq(alex_commit_cond(db, SUPER), 0, "the injected failure missed the sync");
+	if (with_job)
+		cr_expect_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
+	cr_expect_eq(alex_refresh(db, 1), ALEX_EFAILED,
+		     "a failed sync of acknowledged commits left the engine working");
+	alex_close(db);
+}
+
+Test(bgsync, a_failed_conditional_sync_fails_the_engine)
+{
+	failed_cond_sync_fails_the_engine(0);
+}
+
+Test(bgsync, a_failed_conditional_sync_that_cancelled_a_job_fails_the_engine)
+{
+	failed_cond_sync_fails_the_engine(1);
+}
