@@ -27,10 +27,9 @@ void alex_sync_reset(alex_db *db)
  * looks every quarter, so no commit waits longer than the window). */
 static int sync_soon(const alex_db *db, uint64_t now)
 {
-	struct alex_config soon = db->cfg;
-	soon.extent_bytes /= 2;
-	soon.sync_ms -= soon.sync_ms / 4;
-	return alex_flush_due(&soon, db->unsynced_bytes, db->unsynced_since_ns, now);
+	unsigned ms = db->cfg.sync_ms - db->cfg.sync_ms / 4;
+	return alex_flush_past(db->cfg.extent_bytes / 2, (uint64_t)ms * 1000000u, db->unsynced_bytes,
+			       db->unsynced_since_ns, now);
 }
 
 static int sync_records(alex_db *db)

@@ -137,17 +137,26 @@ Test(bgsync, a_whole_window_syncs_inline_while_one_runs)
 	alex_close(db);
 }
 
-/* A sync that fails leaves committed records whose pages may be gone from
- * the cache: the engine fails, as after a failed inline sync. */
-Test(bgsync, a_failed_sync_fails_the_engine)
+/* An engine whose background sync ran and failed (*err), not finished. */
+static alex_db *failed_job(int *err)
 {
 	alex_db *db = open_engine(&cfg, &io);
 	commit_until_wanted(db, 1);
 
 	cr_assert_eq(alex_sync_start(db), 1);
 	alex_mem_fail_at(mem, alex_mem_ops(mem) + 1, ALEX_MEM_SYNC, EIO);
-	int err = alex_sync_run(db);
-	cr_expect_neq(err, 0);
+	*err = alex_sync_run(db);
+	cr_assert_neq(*err, 0);
+	return db;
+}
+
+/* A sync that fails leaves committed records whose pages may be gone from
+ * the cache: the engine fails, as after a failed inline sync. */
+Test(bgsync, a_failed_sync_fails_the_engine)
+{
+	int err;
+	alex_db *db = failed_job(&err);
+
 	cr_expect_neq(alex_sync_finish(db, err), 0);
 	cr_assert_eq(alex_refresh(db, 1), ALEX_EFAILED);
 	alex_close(db);
@@ -158,13 +167,9 @@ Test(bgsync, a_failed_sync_fails_the_engine)
  * no commit is acknowledged past a failed sync (review). */
 Test(bgsync, an_inline_sync_after_a_failed_one_fails_too)
 {
-	alex_db *db = open_engine(&cfg, &io);
-	commit_until_wanted(db, 1);
+	int err;
+	alex_db *db = failed_job(&err);
 
-	cr_assert_eq(alex_sync_start(db), 1);
-	alex_mem_fail_at(mem, alex_mem_ops(mem) + 1, ALEX_MEM_SYNC, EIO);
-	int err = alex_sync_run(db);
-	cr_assert_neq(err, 0);
 	cr_expect_neq(alex_sync(db), 0, "an inline sync succeeded after the failed one");
 	alex_sync_finish(db, err);
 	alex_close(db);

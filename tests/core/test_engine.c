@@ -191,11 +191,17 @@ Test(engine, compression_off_and_threshold)
 	alex_close(db);
 }
 
-Test(engine, log_grows_in_doubling_steps_of_written_zeros)
+/* The log's growth steps: up to 256 KiB, no epoch reuse, raw blocks. */
+static void growth_config(void)
 {
 	cfg.prealloc_bytes = 256u << 10;
-	cfg.checkpoint_bytes = 64u << 20; /* no epoch reuse in this test */
+	cfg.checkpoint_bytes = 64u << 20;
 	cfg.compress = ALEX_COMPRESS_OFF;
+}
+
+Test(engine, log_grows_in_doubling_steps_of_written_zeros)
+{
+	growth_config();
 	alex_db *db = open_db();
 	uint8_t b[BLK];
 	size_t len, last = 0;
@@ -236,9 +242,7 @@ Test(engine, log_grows_in_doubling_steps_of_written_zeros)
  * reserved (fallocate), not written, in the same steps. */
 Test(engine, normal_log_space_is_reserved_not_written)
 {
-	cfg.prealloc_bytes = 256u << 10;
-	cfg.checkpoint_bytes = 64u << 20;
-	cfg.compress = ALEX_COMPRESS_OFF;
+	growth_config();
 	cfg.sync = ALEX_SYNC_NORMAL;
 	cfg.sync_ms = 600000;
 	cfg.extent_bytes = 64u << 20; /* no sync in this test */

@@ -80,6 +80,23 @@ Test(shm, a_catch_up_is_skipped_only_when_nothing_changed)
 }
 
 
+/* a's commit followed by c, then a's checkpoint: the log holds nothing */
+static void empty_log(alex_db *a, alex_db *c)
+{
+	commit_and_follow(a, c, 1, 1);
+	cr_assert_eq(alex_checkpoint(a), 0);
+	cr_assert_eq(alex_refresh(c, 1), 0);
+}
+
+/* A program without ALEX writes block 5 (b: its bytes), growing the file;
+ * its descriptor in *fd. */
+static void grow_outside(uint8_t *b, int *fd)
+{
+	cr_assert_eq(io.ops->open(io.ctx, DB, 0, fd), 0);
+	fill_block(b, 77, 5);
+	cr_assert_eq(io.ops->pwrite(io.ctx, *fd, b, BLK, 5 * BLK), 0);
+}
+
 /* A log that holds nothing and has not changed is not read again, but the
  * base is (the fence is down): a program without ALEX that grows and writes
  * the file meanwhile is seen at the next catch-up. */
@@ -91,14 +108,10 @@ Test(shm, an_empty_unchanged_log_still_sees_the_base_change)
 	size_t got;
 	int fd;
 
-	commit_and_follow(a, c, 1, 1);
-	cr_assert_eq(alex_checkpoint(a), 0); /* the log holds nothing now */
-	cr_assert_eq(alex_refresh(c, 1), 0);
+	empty_log(a, c);
 	cr_assert_eq(alex_refresh(c, 1), 0);
 	/* a program without ALEX: a new block at the end, and block 1 again */
-	cr_assert_eq(io.ops->open(io.ctx, DB, 0, &fd), 0);
-	fill_block(b, 77, 5);
-	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, BLK, 5 * BLK), 0);
+	grow_outside(b, &fd);
 	fill_block(r, 78, 1);
 	cr_assert_eq(io.ops->pwrite(io.ctx, fd, r, BLK, BLK), 0);
 	cr_assert_eq(alex_refresh(c, 1), 0);
@@ -125,12 +138,8 @@ Test(shm, the_first_commit_after_an_empty_log_still_sees_the_base_change)
 	size_t got;
 	int fd;
 
-	commit_and_follow(a, c, 1, 1);
-	cr_assert_eq(alex_checkpoint(a), 0);
-	cr_assert_eq(alex_refresh(c, 1), 0);
-	cr_assert_eq(io.ops->open(io.ctx, DB, 0, &fd), 0);
-	fill_block(b, 77, 5);
-	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, BLK, 5 * BLK), 0);
+	empty_log(a, c);
+	grow_outside(b, &fd);
 	commit_and_follow(a, c, 2, 2);
 	cr_assert_eq(alex_size(c, ALEX_FILE_DB, &size), 0);
 	cr_expect_eq(size, 6 * BLK, "the file grew before the commit");
