@@ -103,6 +103,7 @@ static int find_one(struct pdb *db, void *arg)
 		if (db->dir.fd >= 0) {
 			db->dir.held = 1;
 			f->db = db;
+			alex_pdb_ref(db); /* while alex_pdb_each still holds one */
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -120,7 +121,6 @@ int alex_dirsync_open(const char *path, int flags, struct pdb **db)
 	if (!f.db)
 		return -1;
 	*db = f.db;
-	alex_pdb_ref(f.db);
 	return f.db->dir.fd;
 }
 

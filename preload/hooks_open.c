@@ -77,19 +77,25 @@ static struct ofd *track(int fd, struct pdb *db, enum alex_role role)
 	return NULL;
 }
 
+/* db: the journal's database if alex_pdb_name knew it (its reference
+ * taken over), else NULL and dbpath says */
 static int open_journal(enum open_kind k, int dirfd, const char *path, const char *dbpath,
-			int flags, mode_t mode)
+			struct pdb *db, int flags, mode_t mode)
 {
 	char jabs[PATH_MAX], dabs[PATH_MAX];
+	const char *jpath = path; /* absolute when db is known */
 	int err, fd = -1;
 
-	if ((err = alex_abs_path(dirfd, path, jabs, sizeof jabs)) ||
-	    (err = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs)))
-		return fail(err);
-	struct pdb *db = alex_pdb_find_name(dabs);
+	if (!db) {
+		if ((err = alex_abs_path(dirfd, path, jabs, sizeof jabs)) ||
+		    (err = alex_abs_path(dirfd, dbpath, dabs, sizeof dabs)))
+			return fail(err);
+		jpath = jabs;
+		db = alex_pdb_find_name(dabs);
+	}
 	if (!db)
 		return pass(k, dirfd, path, flags, mode); /* its database is not ours */
-	switch (alex_journal_open(db, jabs, flags, &fd)) {
+	switch (alex_journal_open(db, jpath, flags, &fd)) {
 	case ALEX_JOURNAL_MEM:
 		return track(fd, db, ROLE_JOURNAL) ? fd : -1;
 	case ALEX_JOURNAL_DISK:
@@ -108,13 +114,14 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
  * and refuses the WAL while the log cannot be emptied).
  */
 static int open_wal(enum open_kind k, int dirfd, const char *path, const char *dbpath,
-		    int flags, mode_t mode)
+		    struct pdb *db, int flags, mode_t mode)
 {
 	char dabs[PATH_MAX];
-	struct pdb *db;
 	int err;
 
-	if (alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) || !(db = alex_pdb_find_name(dabs)))
+	if (!db && alex_abs_path(dirfd, dbpath, dabs, sizeof dabs) == 0)
+		db = alex_pdb_find_name(dabs);
+	if (!db)
 		return pass(k, dirfd, path, flags, mode); /* its database is not ours */
 	if ((err = alex_serve_wal_open(db))) {
 		alex_pdb_put(db);
@@ -207,14 +214,21 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 {
 	char dbpath[PATH_MAX];
 	enum alex_role role = ROLE_NONE;
+	struct pdb *known = NULL; /* a journal's or WAL's, by alex_pdb_name */
 
-	if (alex_active() && path)
+	/* a vfork()ed child takes no reference: the tables are its parent's */
+	if (alex_active() && path &&
+	    (alex_vfork_child() || !(role = alex_pdb_name(path, &known))))
 		role = alex_match(path, dbpath, sizeof dbpath);
 	if (role == ROLE_WAL && !alex_cfg.bad && !alex_vfork_child()) {
-		int saved = errno, fd = open_wal(k, dirfd, path, dbpath, flags, mode);
+		int saved = errno, fd = open_wal(k, dirfd, path, dbpath, known, flags, mode);
 		if (fd >= 0)
 			errno = saved;
 		return fd;
+	}
+	if (known && (role != ROLE_JOURNAL || alex_cfg.bad)) {
+		alex_pdb_put(known); /* not used below: passed through or refused */
+		known = NULL;
 	}
 	/* one load while no directory sync is expected: getpid (after a
 	 * vfork) only then */
@@ -240,7 +254,7 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		return pass(k, dirfd, path, flags, mode);
 	int saved = errno, fd;
 	if (role == ROLE_JOURNAL)
-		fd = open_journal(k, dirfd, path, dbpath, flags, mode);
+		fd = open_journal(k, dirfd, path, dbpath, known, flags, mode);
 	else
 		fd = open_db(k, dirfd, path, flags, mode);
 	if (fd >= 0)

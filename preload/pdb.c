@@ -14,6 +14,7 @@
 
 #include "dirsync.h"
 #include "journal.h"
+#include "match.h"
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
@@ -73,6 +74,8 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 		free(p);
 		return ENOMEM;
 	}
+	p->path_len = strlen(canon);
+	p->path_matches = alex_match(canon, NULL, 0) == ROLE_DB;
 	p->dev = st->st_dev;
 	p->ino = st->st_ino;
 	p->mode = st->st_mode;
@@ -105,7 +108,7 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
 	if ((p = lookup(st.st_dev, st.st_ino))) {
-		p->refs++;
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 	} else if (!(err = make(&st, path, &p))) {
 		ALEX_COUNT(engines, 1);
 		p->next = head;
@@ -124,7 +127,7 @@ struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino)
 	pthread_mutex_lock(&reg);
 	struct pdb *p = lookup(dev, ino);
 	if (p)
-		p->refs++;
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&reg);
 	return p;
 }
@@ -143,12 +146,53 @@ struct pdb *alex_pdb_find_name(const char *path)
 			n++;
 		}
 	if (n == 1)
-		found->refs++;
+		__atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&reg);
 	/* no database opened under this name (another name of the file?),
 	 * or two (the first deleted or renamed away): the file the name
 	 * stands for now decides */
 	return n == 1 ? found : alex_pdb_find(path);
+}
+
+/* Does path end in suffix, after at least one byte?  Its length without it. */
+static size_t strip(const char *path, size_t len, const char *suffix, size_t k)
+{
+	return len > k && memcmp(path + len - k, suffix, k) == 0 ? len - k : 0;
+}
+
+enum alex_role alex_pdb_name(const char *path, struct pdb **out)
+{
+	enum alex_role role;
+	struct pdb *found = NULL;
+	size_t len, base;
+	int n = 0;
+
+	*out = NULL;
+	if (path[0] != '/' || !__atomic_load_n(&head, __ATOMIC_ACQUIRE))
+		return ROLE_NONE;
+	/* a name the kernel refuses is the long way's (ENAMETOOLONG); any
+	 * other name takes no lock here: only a sidecar's lookup took one */
+	if ((len = strlen(path)) >= PATH_MAX)
+		return ROLE_NONE;
+	if ((base = strip(path, len, "-journal", 8)))
+		role = ROLE_JOURNAL;
+	else if ((base = strip(path, len, "-wal", 4)))
+		role = ROLE_WAL;
+	else
+		return ROLE_NONE;
+	pthread_mutex_lock(&reg);
+	for (struct pdb *p = head; p; p = p->next)
+		if (p->path_len == base && memcmp(p->path, path, base) == 0 && p->path_matches) {
+			found = p;
+			n++;
+		}
+	if (n == 1)
+		__atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&reg);
+	if (n != 1)
+		return ROLE_NONE;
+	*out = found;
+	return role;
 }
 
 struct pdb *alex_pdb_find(const char *path)
@@ -169,7 +213,7 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
 		return 0;
 	pthread_mutex_lock(&reg);
 	for (struct pdb *p = head; p && n < 64; p = p->next, n++) {
-		p->refs++;
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 		v[n] = p;
 	}
 	pthread_mutex_unlock(&reg);
@@ -216,27 +260,30 @@ void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
 
 void alex_pdb_ref(struct pdb *p)
 {
-	pthread_mutex_lock(&reg);
-	p->refs++;
-	pthread_mutex_unlock(&reg);
+	/* the caller holds one, so the count is not 0 and cannot become 0 */
+	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * References are taken under reg (a lookup must not find a pdb being
+ * removed) but dropped without it while others remain: only the last one
+ * needs the locks, and a reference that is not the last cannot become the
+ * last behind a lookup's back, which holds reg.
+ */
 void alex_pdb_put(struct pdb *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&reg);
-	if (p->refs > 1) {
-		p->refs--;
-		pthread_mutex_unlock(&reg);
-		return;
-	}
-	pthread_mutex_unlock(&reg);
+	int r = __atomic_load_n(&p->refs, __ATOMIC_RELAXED);
+	while (r > 1)
+		if (__atomic_compare_exchange_n(&p->refs, &r, r - 1, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
 	/* perhaps the last reference: decide under life, which also keeps
 	 * new opens out until this one is closed */
 	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
-	if (--p->refs > 0) {
+	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) {
 		pthread_mutex_unlock(&reg);
 		pthread_mutex_unlock(&life);
 		return;

@@ -19,6 +19,16 @@ struct pdb *alex_pdb_find(const char *path);
  * name, as alex_pdb_find.
  */
 struct pdb *alex_pdb_find_name(const char *path);
+/*
+ * The journal's or WAL's name of a database this process has open, known
+ * by comparing bytes (SQLite passes the same absolute names at every
+ * transaction): ROLE_JOURNAL or ROLE_WAL, *db the database with a
+ * reference.  ROLE_NONE for any other name, or one not as spelt (relative,
+ * another spelling, two databases opened under it): alex_match,
+ * alex_abs_path and alex_pdb_find_name then decide, and give the same
+ * answer for every name this finds.
+ */
+enum alex_role alex_pdb_name(const char *path, struct pdb **db);
 /* The same, by the file's identity. */
 struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 /* Drops a reference; the last one closes the engine (serve.c). */

@@ -48,9 +48,13 @@ struct pdb {
 	dev_t dev;
 	ino_t ino;
 	char *path;          /* canonical path of the database */
+	size_t path_len;
+	int path_matches;    /* path is an ALEX_MATCH name (not a symlink's
+				target of another name): alex_pdb_name */
 	alex_db *eng;
 	pthread_mutex_t mu;  /* serialises engine calls */
-	int refs;            /* ofds and lookups holding it; registry lock */
+	int refs;            /* ofds and lookups holding it; atomic, taken
+				under the registry lock (pdb.c) */
 	struct alex_jmem j;  /* the journal, when SQLite's lives in memory */
 	mode_t mode;         /* the database's permissions and owner when it
 				was opened: the journal's too */
