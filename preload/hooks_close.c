@@ -14,10 +14,19 @@
 #include "dirsync.h"
 #include "fdtable.h"
 #include "hooks.h"
+#include "locks.h"
 #include "pdb.h"
 #include "real.h"
 #include "record.h"
 #include "trace.h"
+
+/* Every POSIX lock the process held on db's file is gone (a descriptor of
+ * it closed): no catch-up or lock answer from before counts. */
+static void locks_gone(struct pdb *db)
+{
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_locks_dropped(db);
+}
 
 int alex_close_hook(int fd)
 {
@@ -27,7 +36,7 @@ int alex_close_hook(int fd)
 	ALEX_REC_UNWATCH(fd);
 	/* a close drops every POSIX lock the process holds on the file */
 	if (o && o->role == ROLE_DB)
-		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
+		locks_gone(o->db);
 	/* the journal's and the directory's kept descriptors stay open for
 	 * the next transaction */
 	struct alex_kept *k = alex_ofd_kept(o);
@@ -66,6 +75,8 @@ void alex_dup_track(int oldfd, int newfd)
 		return;
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
+	if (gone && gone->role == ROLE_DB)
+		locks_gone(gone->db);
 	if (gone)
 		alex_ofd_put(gone); /* may close an engine: errno is the caller's */
 	if (o && alex_fd_set(newfd, o) != 0)
@@ -115,8 +126,11 @@ static void forget_range(unsigned first, unsigned last)
 	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
 		if (tracing && alex_trace_fd((int)fd))
 			alex_trace_closed((int)fd);
-		if (alex_fd_get((int)fd))
-			alex_ofd_put(alex_fd_take((int)fd));
+		struct ofd *o = alex_fd_get((int)fd) ? alex_fd_take((int)fd) : NULL;
+		if (o && o->role == ROLE_DB)
+			locks_gone(o->db);
+		if (o)
+			alex_ofd_put(o);
 	}
 	errno = saved;
 }

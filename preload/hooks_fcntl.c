@@ -10,6 +10,7 @@
 
 #include "fdtable.h"
 #include "hooks.h"
+#include "locks.h"
 #include "real.h"
 #include "serve.h"
 #include "sqlite_locks.h"
@@ -66,12 +67,20 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	int err = errno;
 	struct flock u = *l;
 	u.l_type = l->l_type == F_WRLCK ? F_RDLCK : F_UNLCK;
-	real(fd, cmd, &u);
+	alex_locks_made(o, cmd, &u, real(fd, cmd, &u));
 	errno = err;
 	return -1;
 }
 
-static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
+/* a lock call locks.c follows: set, or asked about */
+static int lock_call(int cmd, const struct flock *l)
+{
+	return l && (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK ||
+		     cmd == F_OFD_SETLKW || cmd == F_GETLK || cmd == F_OFD_GETLK);
+}
+
+/* *served: answered without the call as made (locks.c) */
+static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int *served_out)
 {
 	struct ofd *o = alex_fd_get(fd);
 	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
@@ -82,7 +91,14 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	}
-	int r = real(fd, cmd, arg);
+	int r, locks = served && lock_call(cmd, arg);
+	if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
+		*served_out = 1;
+	} else {
+		r = real(fd, cmd, arg);
+		if (locks)
+			alex_locks_made(o, cmd, arg, r);
+	}
 	if (r == 0 && served && releases_shared(cmd, arg))
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
 	if (r == 0 && served && takes_shared(cmd, arg) &&
@@ -99,12 +115,12 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 
 static int traced_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
-	int tr = alex_trace_fd(fd);
+	int tr = alex_trace_fd(fd), served = 0;
 	if (!tr)
-		return do_fcntl(fd, cmd, arg, real);
+		return do_fcntl(fd, cmd, arg, real, &served);
 	uint64_t t0 = alex_trace_now();
-	int r = do_fcntl(fd, cmd, arg, real);
-	alex_trace_fcntl(tr, fd, cmd, arg, t0, r, 0);
+	int r = do_fcntl(fd, cmd, arg, real, &served);
+	alex_trace_fcntl(tr, fd, cmd, arg, t0, r, served ? ALEX_TF_SERVED : 0);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		alex_trace_dup(fd, r, 0);
 	return r;

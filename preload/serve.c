@@ -17,6 +17,7 @@
 #include "errmap.h"
 #include "flusher.h"
 #include "journal.h"
+#include "locks.h"
 #include "mmap.h"
 #include "multidb.h"
 #include "real.h"
@@ -466,6 +467,8 @@ void alex_serve_forget(struct pdb *db)
 	alex_sync_forget(db->eng); /* the parent's syncing thread is not here */
 	db->syncing = 0;
 	db->skip_dirsync = 0;
+	alex_locks_dropped(db); /* POSIX locks are not inherited */
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	/* the parent's unfinished transaction is the parent's: if the child
 	 * closed its copies of SQLite's descriptors, the last close must not
 	 * commit it */

@@ -44,6 +44,16 @@ struct alex_jmem {
 	ino_t fd_ino;
 };
 
+/* locks.c's model of a process's locks on SQLite's lock bytes: each of
+ * PENDING, RESERVED and the SHARED range unlocked, F_RDLCK or F_WRLCK;
+ * unknown after a call it cannot follow.  gen counts the closes that drop
+ * them all (POSIX: any descriptor of the file closed). */
+struct alex_held {
+	short pending, reserved, shared;
+	int unknown;
+	unsigned gen;
+};
+
 struct pdb {
 	dev_t dev;
 	ino_t ino;
@@ -74,6 +84,8 @@ struct pdb {
 				in rollback mode nobody else can commit until
 				it lets go, so its EXCLUSIVE and the downgrade
 				after need no catch-up (hooks_fcntl.c) */
+	struct alex_held held; /* the process's locks on SQLite's bytes of
+				the file, as made through the hook (locks.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	int syncing;         /* the flusher syncs the log without mu: the
 				engine must not close before (mu) */
@@ -118,6 +130,10 @@ struct ofd {
 				for a sync that is moot (dirsync.c) */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
 	int append;
+	int elide;           /* SQLite's lock calls made fewer: which answer is
+				owed, and under which of held's generations
+				(locks.c) */
+	unsigned elide_gen;
 	int refs;            /* descriptors pointing here (atomic) */
 };
 

@@ -7,12 +7,12 @@ tmp=$(mktemp -d /tmp/alex-regress.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 lib=$B/libalex.so
 pass=0 fail=0
-# scenario NAME WANT PYTHON: runs PYTHON (argv[1] = a fresh directory) under
-# ALEX; its last line of output must be WANT
+# scenario NAME WANT PYTHON [ARG]: runs PYTHON (argv[1] = a fresh directory,
+# argv[2] = ARG) under ALEX; its last line of output must be WANT
 scenario() {
 	local d=$tmp/$1 out
 	mkdir -p "$d"
-	out=$( (LD_PRELOAD=$lib python3 -c "$3" "$d") 2>&1 | tail -n 1)
+	out=$( (LD_PRELOAD=$lib python3 -c "$3" "$d" "${4:-}") 2>&1 | tail -n 1)
 	if [ "$out" = "$2" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1: got '$out', want '$2'"; fi
 }
 
@@ -337,6 +337,73 @@ for j in range(3):
 c.close()
 """, db], env=env, stderr=subprocess.DEVNULL)
 print(before, "/", look(), r.execute("pragma quick_check").fetchone()[0])'
+
+# SQLite's lock calls made fewer (hooks_fcntl.c): a writer waiting for a
+# reader holds PENDING, so a new reader is refused, and all three finish
+# as under plain SQLite; then the same with the reader a second connection
+# of the writer's own process (SQLite refuses EXCLUSIVE itself, PENDING
+# still keeps the other process out).  Each side a process of its own:
+# POSIX locks are per process.
+lockseq='
+import os, sqlite3, subprocess, sys, threading, time
+db = sys.argv[1] + "/x.db"
+c = sqlite3.connect(db, isolation_level=None)
+c.execute("create table t(x)"); c.execute("insert into t values(1)")
+newreader = "import sqlite3,sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)\ntry:\n    print(c.execute(\"select count(*) from t\").fetchone()[0])\nexcept sqlite3.OperationalError as e:\n    print(e)"
+def newread():
+    return subprocess.run([sys.executable, "-c", newreader, db], capture_output=True, text=True).stdout.strip()
+if sys.argv[2] == "same":
+    r = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    r.execute("begin"); r.execute("select count(*) from t").fetchone()
+    done = []
+    def write():
+        w = sqlite3.connect(db, isolation_level=None, timeout=10)
+        w.execute("insert into t values(2)"); done.append("wrote")
+    t = threading.Thread(target=write); t.start()
+    end = lambda: (r.execute("commit"), t.join())
+else:
+    r = subprocess.Popen([sys.executable, "-c", "import sqlite3,sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute(\"begin\"); c.execute(\"select count(*) from t\").fetchone()\nprint(\"in\", flush=True)\nsys.stdin.readline(); c.execute(\"commit\")", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    r.stdout.readline()
+    w = subprocess.Popen([sys.executable, "-c", "import sqlite3,sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)\nc.execute(\"insert into t values(2)\")\nprint(\"wrote\", flush=True)", db], stdout=subprocess.PIPE, text=True)
+    done = []
+    t = None
+    def end():
+        r.stdin.write("\n"); r.stdin.flush(); r.wait()
+        done.append(w.stdout.readline().strip()); w.wait()
+time.sleep(0.5)
+first = "waiting" if not done else "done early"
+during = newread()
+end()
+print(first, done[0], "|", during, "|", newread(), c.execute("pragma integrity_check").fetchone()[0])'
+scenario lock-pending-other-process "waiting wrote | database is locked | 2 ok" "$lockseq" other
+scenario lock-pending-same-process "waiting wrote | database is locked | 2 ok" "$lockseq" same
+
+# A descriptor of the file closed while SQLite waits at PENDING behind
+# another connection of its own process drops every lock of the process
+# (POSIX): SQLite's next call for EXCLUSIVE must be made, not answered.  A
+# version of locks.c that took EXCLUSIVE early with PENDING answered it,
+# another process wrote, and the waiting writer's rows were lost.
+scenario lock-close-while-pending "database is locked 202 t,u ok" '
+import sqlite3, subprocess, sys
+db = sys.argv[1] + "/x.db"
+c = sqlite3.connect(db, isolation_level=None); c.execute("create table t(x)"); c.execute("insert into t values(1)"); c.close()
+r = sqlite3.connect(db, isolation_level=None); r.execute("begin"); r.execute("select count(*) from t").fetchone()
+w = sqlite3.connect(db, isolation_level=None, timeout=0)
+w.execute("pragma locking_mode=exclusive")
+w.execute("begin"); w.execute("insert into t values(2)")
+try:
+    w.execute("commit")
+except sqlite3.OperationalError:
+    pass
+open(db, "rb").close()
+r.execute("commit")
+w.execute("commit")
+rd = "import sqlite3,sys\nc = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)\ntry:\n    c.execute(\"create table v(z)\"); print(\"other process wrote\")\nexcept sqlite3.OperationalError as e:\n    print(e)"
+other = subprocess.run([sys.executable, "-c", rd, db], capture_output=True, text=True).stdout.strip()
+for i in range(200): w.execute("insert into t values(?)", (i,))
+w.execute("create table u(y)"); w.close()
+c = sqlite3.connect(db)
+print(other, c.execute("select count(*) from t").fetchone()[0], ",".join(x[0] for x in c.execute("select name from sqlite_master order by name")), c.execute("pragma integrity_check").fetchone()[0])'
 
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,23 @@
+/* locks.h - SQLite's lock calls on a served database, made fewer (locks.c). */
+#ifndef ALEX_PRELOAD_LOCKS_H
+#define ALEX_PRELOAD_LOCKS_H
+
+#include <fcntl.h>
+
+#include "state.h"
+
+/*
+ * Before SQLite's lock call (cmd, l: a lock set or asked about) on o, a
+ * served database's descriptor: 1 when it was answered with fewer system
+ * calls (result in *r, errno set as the kernel would), 0 when the caller
+ * makes it (then alex_locks_made after).  The process's lock calls on the
+ * file come one at a time (SQLite holds its inode mutex around them).
+ */
+int alex_locks_call(struct ofd *o, int fd, int cmd, struct flock *l,
+		    int (*real)(int, int, ...), int *r);
+/* After the caller made the lock call (result r). */
+void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
+/* A descriptor of db's file was closed: the process holds no lock on it. */
+void alex_locks_dropped(struct pdb *db);
+
+#endif
