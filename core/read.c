@@ -19,6 +19,16 @@ static int p1_holds(const alex_db *db, const struct alex_loc *loc)
 	       p->salt == db->hdr.salt;
 }
 
+/* Page 1's kept image when block blk of f is page 1 and the image is its
+ * committed content now, else NULL. */
+static const uint8_t *kept_page1(alex_db *db, unsigned f, uint64_t blk)
+{
+	if (f != ALEX_FILE_DB || blk != 0 || alex_map_get(&db->pending, alex_key(f, 0)))
+		return NULL; /* a spilled record's place may be written again */
+	const struct alex_loc *loc = alex_map_get(&db->map, alex_key(f, 0));
+	return loc && p1_holds(db, loc) ? db->p1.img : NULL;
+}
+
 /* Page 1's image as stored at loc (a committed record of this epoch: a
  * place in the log that is never written again in the epoch). */
 void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img)
@@ -34,19 +44,20 @@ void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img
 int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 {
 	uint64_t key = alex_key(f, blk);
+	const uint8_t *kept = kept_page1(db, f, blk);
 	const struct alex_loc *loc = alex_map_get(&db->pending, key);
 	size_t got = 0;
 	int err, committed = !loc;
 
+	if (kept) {
+		memcpy(out, kept, ALEX_BLOCK);
+		return 0;
+	}
 	if (!loc)
 		loc = alex_map_get(&db->map, key);
 	/* only a committed record's place is never written again in the
 	 * epoch; a spilled one's may be, after the transaction is dropped */
 	if (loc && committed && key == alex_key(ALEX_FILE_DB, 0)) {
-		if (p1_holds(db, loc)) {
-			memcpy(out, db->p1.img, ALEX_BLOCK);
-			return 0;
-		}
 		if (!(err = alex_log_read_block(db, loc, out)))
 			alex_page1_keep(db, loc, out);
 		return err;
@@ -78,12 +89,10 @@ int alex_block_copy(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, 
 	if (n == ALEX_BLOCK)
 		return alex_block_load(db, f, blk, dst);
 	/* SQLite's change-counter read at every transaction: the slice */
-	if (f == ALEX_FILE_DB && blk == 0 && !alex_map_get(&db->pending, alex_key(f, 0))) {
-		const struct alex_loc *loc = alex_map_get(&db->map, alex_key(f, 0));
-		if (loc && p1_holds(db, loc)) {
-			memcpy(dst, db->p1.img + in, n);
-			return 0;
-		}
+	const uint8_t *kept = kept_page1(db, f, blk);
+	if (kept) {
+		memcpy(dst, kept + in, n);
+		return 0;
 	}
 	if ((err = alex_block_load(db, f, blk, tmp)))
 		return err;

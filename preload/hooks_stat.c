@@ -55,7 +55,6 @@ struct name_look {
 
 static void look_begin(int dirfd, const char *path, struct stat64 *st, struct name_look *l)
 {
-	char dbpath[PATH_MAX], abs[PATH_MAX];
 	int exists, saved = errno;
 
 	l->errno0 = saved;
@@ -64,14 +63,9 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	l->known = 0;
 	if (!alex_active() || !path)
 		return;
-	/* the long way may stat the database's name (no database open
-	 * under it): its errno is not the caller's */
-	if (!(l->role = alex_pdb_name(path, &l->db))) {
-		l->role = alex_match(path, dbpath, sizeof dbpath);
-		if ((l->role == ROLE_JOURNAL || l->role == ROLE_WAL) &&
-		    alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0)
-			l->db = alex_pdb_find_name(abs);
-	}
+	/* the lookup may stat the database's name (no database open under
+	 * it): its errno is not the caller's */
+	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
 	if (l->db && st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
 		l->known = 1;
 		l->rc = exists ? 0 : -1;

@@ -235,22 +235,12 @@ int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 
 struct pdb *alex_journal_find(int dirfd, const char *path)
 {
-	char dbpath[PATH_MAX], abs[PATH_MAX];
-	struct pdb *db;
-	enum alex_role role;
+	struct pdb *db = NULL;
 
 	if (!alex_active() || !path)
 		return NULL;
-	if (!(role = alex_pdb_name(path, &db))) {
-		if (alex_match(path, dbpath, sizeof dbpath) != ROLE_JOURNAL ||
-		    alex_abs_path(dirfd, dbpath, abs, sizeof abs) != 0)
-			return NULL;
-		db = alex_pdb_find_name(abs);
-	} else if (role != ROLE_JOURNAL) {
-		alex_pdb_put(db);
-		return NULL;
-	}
-	if (db && __atomic_load_n(&db->j.exists, __ATOMIC_ACQUIRE))
+	if (alex_pdb_sidecar(dirfd, path, &db) == ROLE_JOURNAL && db &&
+	    __atomic_load_n(&db->j.exists, __ATOMIC_ACQUIRE))
 		return db;
 	alex_pdb_put(db);
 	return NULL;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "dirsync.h"
+#include "hooks.h"
 #include "journal.h"
 #include "match.h"
 #include "pdb.h"
@@ -132,7 +133,9 @@ struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino)
 	return p;
 }
 
-struct pdb *alex_pdb_find_name(const char *path)
+/* The one database opened under the name path[0..len), with a reference;
+ * NULL when none or more than one was. */
+static struct pdb *take_named(const char *path, size_t len)
 {
 	struct pdb *found = NULL;
 	int n = 0;
@@ -141,17 +144,23 @@ struct pdb *alex_pdb_find_name(const char *path)
 		return NULL;
 	pthread_mutex_lock(&reg);
 	for (struct pdb *p = head; p; p = p->next)
-		if (strcmp(p->path, path) == 0) {
+		if (p->path_len == len && memcmp(p->path, path, len) == 0) {
 			found = p;
 			n++;
 		}
 	if (n == 1)
 		__atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&reg);
+	return n == 1 ? found : NULL;
+}
+
+struct pdb *alex_pdb_find_name(const char *path)
+{
+	struct pdb *found = take_named(path, strlen(path));
 	/* no database opened under this name (another name of the file?),
 	 * or two (the first deleted or renamed away): the file the name
 	 * stands for now decides */
-	return n == 1 ? found : alex_pdb_find(path);
+	return found ? found : alex_pdb_find(path);
 }
 
 /* Does path end in suffix, after at least one byte?  Its length without it. */
@@ -163,9 +172,7 @@ static size_t strip(const char *path, size_t len, const char *suffix, size_t k)
 enum alex_role alex_pdb_name(const char *path, struct pdb **out)
 {
 	enum alex_role role;
-	struct pdb *found = NULL;
 	size_t len, base;
-	int n = 0;
 
 	*out = NULL;
 	if (path[0] != '/' || !__atomic_load_n(&head, __ATOMIC_ACQUIRE))
@@ -180,18 +187,29 @@ enum alex_role alex_pdb_name(const char *path, struct pdb **out)
 		role = ROLE_WAL;
 	else
 		return ROLE_NONE;
-	pthread_mutex_lock(&reg);
-	for (struct pdb *p = head; p; p = p->next)
-		if (p->path_len == base && memcmp(p->path, path, base) == 0 && p->path_matches) {
-			found = p;
-			n++;
-		}
-	if (n == 1)
-		__atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&reg);
-	if (n != 1)
+	struct pdb *p = take_named(path, base);
+	/* path_matches is the name's: the same for every database under it */
+	if (p && !p->path_matches) {
+		alex_pdb_put(p);
+		p = NULL;
+	}
+	if (!p)
 		return ROLE_NONE;
-	*out = found;
+	*out = p;
+	return role;
+}
+
+enum alex_role alex_pdb_sidecar(int dirfd, const char *path, struct pdb **out)
+{
+	char dbpath[PATH_MAX], abs[PATH_MAX];
+	enum alex_role role = alex_pdb_name(path, out);
+
+	if (role)
+		return role;
+	role = alex_match(path, dbpath, sizeof dbpath);
+	if ((role == ROLE_JOURNAL || role == ROLE_WAL) &&
+	    alex_abs_path(dirfd, dbpath, abs, sizeof abs) == 0)
+		*out = alex_pdb_find_name(abs);
 	return role;
 }
 

@@ -29,6 +29,12 @@ struct pdb *alex_pdb_find_name(const char *path);
  * answer for every name this finds.
  */
 enum alex_role alex_pdb_name(const char *path, struct pdb **db);
+/*
+ * Any name: its role (alex_match's), and for a journal's or WAL's name the
+ * open database it belongs to in *db (with a reference), or NULL.  The
+ * bytes first (alex_pdb_name), then the long way.
+ */
+enum alex_role alex_pdb_sidecar(int dirfd, const char *path, struct pdb **db);
 /* The same, by the file's identity. */
 struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino);
 /* Drops a reference; the last one closes the engine (serve.c). */
