@@ -245,6 +245,7 @@ check: deps
 	@$(RUN_TEST) fuzz-decode tests/fuzz/run $(B)/fuzz-decode 20
 	@$(RUN_TEST) fuzz-config tests/fuzz/run $(B)/fuzz-config 20
 	@$(RUN_TEST) fuzz-trace tests/fuzz/run $(B)/fuzz-trace 20
+	@$(RUN_TEST) fuzz-xts tests/fuzz/run $(B)/fuzz-xts 20
 	$(MAKE) check-preload CHECK_NESTED=1
 	@$(RUN_TEST) check-bench --need strace,gnuplot $(MAKE) --no-print-directory check-bench
 	@$(RUN_TEST) test-core $(B)/test-core --jobs=2
@@ -273,7 +274,7 @@ check-asan-preload:
 
 FUZZ_CFLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-std=gnu11 -D_GNU_SOURCE -Icore $(WARN)
-FUZZERS = $(B)/fuzz-recover $(B)/fuzz-decode $(B)/fuzz-config $(B)/fuzz-trace
+FUZZERS = $(B)/fuzz-recover $(B)/fuzz-decode $(B)/fuzz-config $(B)/fuzz-trace $(B)/fuzz-xts
 fuzz: $(FUZZERS) $(B)/fuzz-mkseed
 $(B)/fuzz-recover: tests/fuzz/fuzz_recover.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_recover.c $(CORE_SRC) -o $@ $(LZ4)
@@ -281,6 +282,8 @@ $(B)/fuzz-decode: tests/fuzz/fuzz_decode.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_decode.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-trace: tests/fuzz/fuzz_trace.c $(CORE_SRC) core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_trace.c $(CORE_SRC) -o $@ $(LZ4)
+$(B)/fuzz-xts: tests/fuzz/fuzz_xts.c $(CORE_SRC) core/*.h | $(B)/tests
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_xts.c $(CORE_SRC) -o $@ $(LZ4)
 $(B)/fuzz-config: tests/fuzz/fuzz_config.c preload/config.c preload/config.h preload/match.c \
 		$(CORE_SRC) core/io_test.c core/io_test_record.c core/*.h | $(B)/tests
 	clang $(FUZZ_CFLAGS) -DALEX_TESTING -Ipreload tests/fuzz/fuzz_config.c preload/config.c \

@@ -507,13 +507,25 @@ static int seed_trace(const char *dir)
 	return err;
 }
 
+/* fuzz_xts: a marked file of a page and a half, and an empty one */
+static int seed_xts(const char *dir)
+{
+	uint8_t b[1 + 6144];
+	uint64_t s = 99;
+
+	b[0] = 1;
+	for (size_t i = 1; i < sizeof b; i++)
+		b[i] = (uint8_t)((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 56);
+	return put(dir, "xts", 1, b, sizeof b, "", 0) || put(dir, "xts", 0, b, 1, "", 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *kind = argc == 3 ? argv[1] : "recover", *dir = argv[argc - 1];
 	int err = 0;
 
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: mkseed [recover|decode|config|trace] DIR\n");
+		fprintf(stderr, "usage: mkseed [recover|decode|config|trace|xts] DIR\n");
 		return 2;
 	}
 	if (strcmp(kind, "recover") == 0) {
@@ -527,6 +539,8 @@ int main(int argc, char **argv)
 			err = seed_config(dir, (int)i);
 	} else if (strcmp(kind, "trace") == 0) {
 		err = seed_trace(dir);
+	} else if (strcmp(kind, "xts") == 0) {
+		err = seed_xts(dir);
 	} else {
 		fprintf(stderr, "mkseed: unknown kind %s\n", kind);
 		return 2;
