@@ -127,7 +127,8 @@ int alex_key_load(const char *path, struct alex_key **out, char *why, size_t why
 
 	*out = NULL;
 	do
-		fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		fd = syscall(SYS_openat, AT_FDCWD, path,
+			     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); /* a FIFO: no hang */
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0) {
 		err = errno;

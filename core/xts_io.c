@@ -251,6 +251,8 @@ static int x_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 
 	if (!is_db(c, fd))
 		return c->inner.ops->pwrite(c->inner.ctx, fd, buf, n, off);
+	if (!n)
+		return 0; /* as in clear: no byte written, the size unchanged */
 	if ((err = c->inner.ops->size(c->inner.ctx, fd, &size)))
 		return err;
 	/* a short last unit that the write passes by is a whole one after it */
@@ -331,9 +333,19 @@ static int x_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 static int x_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
 {
 	struct alex_xts_io *c = ctx;
-	/* reserved space reads as zeros, and zeros decode as zeros */
+	uint64_t size;
+	int err;
+
+	/* reserved space reads as zeros, and zeros decode as zeros; a short
+	 * last unit the space extends is first encrypted for its new length */
 	if (!c->inner.ops->allocate)
 		return EOPNOTSUPP;
+	if (is_db(c, fd) && n) {
+		if ((err = c->inner.ops->size(c->inner.ctx, fd, &size)))
+			return err;
+		if (size % U && off + n > size && (err = relength(c, fd, size / U, size, off + n)))
+			return err;
+	}
 	return c->inner.ops->allocate(c->inner.ctx, fd, off, n);
 }
 

@@ -193,4 +193,9 @@ Test(xts, key_files)
 	unlink(path);
 	cr_expect_eq(alex_key_load(path, &k, why, sizeof why), ENOENT);
 	cr_expect_null(k);
+	/* a FIFO in its place is refused, not waited on */
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_expect_eq(alex_key_load(path, &k, why, sizeof why), EINVAL);
+	cr_expect(strstr(why, "regular"), "%s", why);
+	unlink(path);
 }
