@@ -10,6 +10,7 @@
 #include "alex.h"
 #include "crc32c.h"
 #include "io.h"
+#include "xts.h"
 
 #define DB "/mem/t.db"
 #define LOG "/mem/t.db-alex"
@@ -86,6 +87,20 @@ static inline void put_txn(alex_db *db, uint32_t txn, uint32_t n)
 		fill_block(b, txn, i);
 		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
 	}
+}
+
+/* A key made from seed, and one engine's cipher for it (the XTS suites). */
+static inline struct alex_xts *xts_for(uint8_t seed, struct alex_key **k)
+{
+	uint8_t raw[64];
+	char why[128];
+	struct alex_xts *x;
+
+	for (int i = 0; i < 64; i++)
+		raw[i] = (uint8_t)(seed + i * 13);
+	cr_assert_eq(alex_key_from(raw, k, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(alex_xts_new(*k, &x), 0);
+	return x;
 }
 
 #endif

@@ -14,19 +14,6 @@
 #define XDB "/d/x.db"
 #define MAXF (64 * 1024)
 
-static struct alex_xts *xts_for(uint8_t seed, struct alex_key **k)
-{
-	uint8_t raw[64];
-	char why[128];
-	struct alex_xts *x;
-
-	for (int i = 0; i < 64; i++)
-		raw[i] = (uint8_t)(seed + i * 13);
-	cr_assert_eq(alex_key_from(raw, k, why, sizeof why), 0, "%s", why);
-	cr_assert_eq(alex_xts_new(*k, &x), 0);
-	return x;
-}
-
 static void page1(uint8_t *p, size_t n)
 {
 	static const char magic[16] = "SQLite format 3";

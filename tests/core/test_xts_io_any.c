@@ -12,19 +12,6 @@
 #define XDB "/d/x.db"
 #define MAXF (40 * 1024)
 
-static struct alex_xts *rx_for(uint8_t seed, struct alex_key **k)
-{
-	uint8_t raw[64];
-	char why[128];
-	struct alex_xts *x;
-
-	for (int i = 0; i < 64; i++)
-		raw[i] = (uint8_t)(seed + i * 13);
-	cr_assert_eq(alex_key_from(raw, k, why, sizeof why), 0, "%s", why);
-	cr_assert_eq(alex_xts_new(*k, &x), 0);
-	return x;
-}
-
 /* the documented refusals */
 static int valid(const uint8_t *ref, uint64_t size)
 {
@@ -43,7 +30,7 @@ static void differential(uint64_t seed, size_t cap)
 	alex_mem *m = alex_mem_new();
 	struct alex_io mi = alex_mem_io(m), io;
 	struct alex_key *k;
-	struct alex_xts *x = rx_for(5, &k);
+	struct alex_xts *x = xts_for(5, &k);
 	struct alex_xts_io *c;
 	static uint8_t ref[MAXF], nref[MAXF], buf[MAXF + 64], chunk[MAXF];
 	uint64_t size = 0, s = seed;
@@ -127,7 +114,7 @@ Test(xts_io_any, zero_length_write_past_end)
 	alex_mem *m = alex_mem_new();
 	struct alex_io mi = alex_mem_io(m), io;
 	struct alex_key *k;
-	struct alex_xts *x = rx_for(6, &k);
+	struct alex_xts *x = xts_for(6, &k);
 	struct alex_xts_io *c;
 	uint8_t b[100] = "ALEX-log-pending";
 	uint64_t size;
@@ -152,7 +139,7 @@ Test(xts_io_any, allocate_past_short_unit)
 	alex_mem *m = alex_mem_new();
 	struct alex_io mi = alex_mem_io(m), io;
 	struct alex_key *k;
-	struct alex_xts *x = rx_for(7, &k);
+	struct alex_xts *x = xts_for(7, &k);
 	struct alex_xts_io *c;
 	uint8_t b[512] = "ALEX-log-pending", r[512];
 	size_t got;
