@@ -9,6 +9,7 @@
 
 #define U ALEX_XTS_UNIT
 #define MAX_FDS 4
+#define KCV_KEPT 6 /* of the check value's bytes, in the marker */
 
 static const char marker_magic[6] = { 'A', 'L', 'X', 'X', 'T', 'S' };
 static const char sqlite_magic[16] = "SQLite format 3";
@@ -30,7 +31,15 @@ enum alex_xts_probe alex_xts_probe(const uint8_t *head, size_t got,
 {
 	if (got < ALEX_XTS_MARKER || memcmp(head, marker_magic, 6) != 0 || head[7] != '1')
 		return ALEX_XTS_NOT;
-	return memcmp(head + 8, kcv, ALEX_KCV_BYTES) == 0 ? ALEX_XTS_OURS : ALEX_XTS_OTHER;
+	return memcmp(head + 8, kcv, KCV_KEPT) == 0 ? ALEX_XTS_OURS : ALEX_XTS_OTHER;
+}
+
+/* A file under one unit is stored as a whole unit, its size in the marker
+ * (xts_io.h); 0: the file's own size counts. */
+static unsigned marker_small(const uint8_t *stored)
+{
+	unsigned v = (unsigned)stored[14] | (unsigned)stored[15] << 8;
+	return v < U ? v : 0; /* more is damage, which decode refuses */
 }
 
 static int is_db(const struct alex_xts_io *c, int fd)
@@ -66,6 +75,8 @@ static int decode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
 	if (len < ALEX_XTS_MARKER || alex_xts_probe(p, len, c->kcv) != ALEX_XTS_OURS ||
 	    (len > ALEX_XTS_MARKER && len < ALEX_XTS_MARKER + ALEX_XTS_MIN))
 		return EIO; /* not ours, or another key's: never garbage to SQLite */
+	if (((unsigned)p[14] | (unsigned)p[15] << 8) >= U)
+		return EIO;
 	switch (p[6]) {
 	case 'S': memcpy(p, sqlite_magic, 16); break;
 	case 'P': memcpy(p, placeholder, 16); break;
@@ -80,8 +91,8 @@ static int decode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
 	return 0;
 }
 
-/* The same from plain to stored. */
-static int encode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
+/* The same from plain to stored; small: unit 0's marker field. */
+static int encode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len, unsigned small)
 {
 	uint8_t t[16];
 	char kind;
@@ -111,7 +122,9 @@ static int encode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
 	memcpy(p, marker_magic, 6);
 	p[6] = (uint8_t)kind;
 	p[7] = '1';
-	memcpy(p + 8, c->kcv, ALEX_KCV_BYTES);
+	memcpy(p + 8, c->kcv, KCV_KEPT);
+	p[14] = (uint8_t)small;
+	p[15] = (uint8_t)(small >> 8);
 	return 0;
 }
 
@@ -162,19 +175,33 @@ static int x_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t 
 	if (!is_db(c, fd))
 		return c->inner.ops->pread(c->inner.ctx, fd, buf, n, off, got);
 	*got = 0;
-	if (off % U == 0 && n % U == 0) {
+	/* A read from 0 that ends at 512 cannot tell a file of one unit (whose
+	 * size may be the marker's) from a longer one: it goes the long way,
+	 * which reads two units. */
+	if (off % U == 0 && n % U == 0 && !(off == 0 && n == U)) {
 		/* whole units (the engine's block reads): in place */
 		if ((err = c->inner.ops->pread(c->inner.ctx, fd, buf, n, off, got)))
 			return err;
-		return decode_span(c, off, buf, *got);
+		size_t small = off == 0 && *got == U ? marker_small(buf) : 0;
+		if ((err = decode_span(c, off, buf, *got)))
+			return err;
+		if (small)
+			*got = small;
+		return 0;
 	}
 	uint64_t pos = off, end = off + n;
 	while (pos < end) {
 		uint64_t a = pos - pos % U, b = (end + U - 1) / U * U;
 		size_t want = b - a < c->cap ? (size_t)(b - a) : c->cap, g;
-		if ((err = c->inner.ops->pread(c->inner.ctx, fd, c->bounce, want, a, &g)) ||
-		    (err = decode_span(c, a, c->bounce, g)))
+		if (a == 0 && want < 2 * U)
+			want = 2 * U;
+		if ((err = c->inner.ops->pread(c->inner.ctx, fd, c->bounce, want, a, &g)))
 			return err;
+		size_t small = a == 0 && g == U ? marker_small(c->bounce) : 0;
+		if ((err = decode_span(c, a, c->bounce, g)))
+			return err;
+		if (small)
+			g = small;
 		if (a + g <= pos)
 			break; /* the file ends */
 		size_t take = (size_t)((a + g < end ? a + g : end) - pos);
@@ -219,7 +246,7 @@ static int write_part(struct alex_xts_io *c, int fd, const uint8_t *src, size_t 
 	if ((err = read_unit(c, fd, u, size, p, &len)))
 		return err;
 	memcpy(p + (off - a), src, n);
-	if ((err = encode(c, u, p, nlen)))
+	if ((err = encode(c, u, p, nlen, 0)))
 		return err;
 	return c->inner.ops->pwrite(c->inner.ctx, fd, p, nlen, a);
 }
@@ -237,9 +264,57 @@ static int relength(struct alex_xts_io *c, int fd, uint64_t u, uint64_t size, ui
 		return err;
 	if (nlen < len)
 		memset(p + nlen, 0, U - nlen);
-	if ((err = encode(c, u, p, nlen)))
+	if ((err = encode(c, u, p, nlen, 0)))
 		return err;
 	return c->inner.ops->pwrite(c->inner.ctx, fd, p, nlen, a);
+}
+
+/* The file's size: a file stored as one unit may say a smaller one. */
+static int logical_size(struct alex_xts_io *c, int fd, uint64_t *size)
+{
+	uint8_t head[ALEX_XTS_MARKER];
+	size_t g;
+	int err;
+
+	if ((err = c->inner.ops->size(c->inner.ctx, fd, size)) || *size != U)
+		return err;
+	if ((err = c->inner.ops->pread(c->inner.ctx, fd, head, sizeof head, 0, &g)))
+		return err;
+	if (g == sizeof head && alex_xts_probe(head, g, c->kcv) == ALEX_XTS_OURS &&
+	    marker_small(head))
+		*size = marker_small(head);
+	return 0;
+}
+
+/* Unit 0 of a file of size bytes, decoded into out, zeros past size. */
+static int unit0_plain(struct alex_xts_io *c, int fd, uint64_t size, uint8_t *out)
+{
+	size_t len;
+	int err;
+
+	if ((err = read_unit(c, fd, 0, size < U ? U : size, out, &len)))
+		return err;
+	if (size < U)
+		memset(out + size, 0, U - size);
+	return 0;
+}
+
+/* Unit 0 written whole from the plaintext at p (encrypted in place), for
+ * a file of small bytes (0: of its own size). */
+static int put_unit0(struct alex_xts_io *c, int fd, uint8_t *p, unsigned small)
+{
+	int err = encode(c, 0, p, U, small);
+	return err ? err : c->inner.ops->pwrite(c->inner.ctx, fd, p, U, 0);
+}
+
+/* A file of size bytes under one unit becomes a file of one whole unit,
+ * before anything makes it longer: a crash that keeps the later write
+ * and not this one leaves what the file would hold in clear -- its bytes,
+ * then zeros (xts_io.h). */
+static int leave_small(struct alex_xts_io *c, int fd, uint64_t size)
+{
+	int err = unit0_plain(c, fd, size, c->bounce);
+	return err ? err : put_unit0(c, fd, c->bounce, 0);
 }
 
 static int x_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
@@ -253,8 +328,26 @@ static int x_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 		return c->inner.ops->pwrite(c->inner.ctx, fd, buf, n, off);
 	if (!n)
 		return 0; /* as in clear: no byte written, the size unchanged */
-	if ((err = c->inner.ops->size(c->inner.ctx, fd, &size)))
+	if ((err = logical_size(c, fd, &size)))
 		return err;
+	if (off + n < U && size < U) {
+		/* a file that stays under one unit: one whole unit, its size
+		 * in the marker */
+		uint8_t *p = c->bounce;
+		if (size)
+			err = unit0_plain(c, fd, size, p);
+		else
+			memset(p, 0, U);
+		if (err)
+			return err;
+		memcpy(p + off, src, n);
+		return put_unit0(c, fd, p, (unsigned)(off + n > size ? off + n : size));
+	}
+	if (size && size < U) {
+		if ((err = leave_small(c, fd, size)))
+			return err;
+		size = U;
+	}
 	/* a short last unit that the write passes by is a whole one after it */
 	if (size % U && off >= size - size % U + U) {
 		if ((err = relength(c, fd, size / U, size, off + n)))
@@ -281,7 +374,7 @@ static int x_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 			k = n; /* the file's last, short unit, written whole */
 		memcpy(c->bounce, src, k);
 		for (size_t i = 0; i < k; i += U)
-			if ((err = encode(c, (off + i) / U, c->bounce + i, k - i < U ? k - i : U)))
+			if ((err = encode(c, (off + i) / U, c->bounce + i, k - i < U ? k - i : U, 0)))
 				return err;
 		if ((err = c->inner.ops->pwrite(c->inner.ctx, fd, c->bounce, k, off)))
 			return err;
@@ -300,8 +393,24 @@ static int x_ftruncate(void *ctx, int fd, uint64_t nsize)
 
 	if (!is_db(c, fd))
 		return c->inner.ops->ftruncate(c->inner.ctx, fd, nsize);
-	if ((err = c->inner.ops->size(c->inner.ctx, fd, &size)))
+	if ((err = logical_size(c, fd, &size)))
 		return err;
+	if (nsize && nsize < U) {
+		/* under one unit: one whole unit, the size in its marker */
+		if (nsize == size)
+			return 0;
+		if ((err = unit0_plain(c, fd, size, c->bounce)))
+			return err;
+		memset(c->bounce + nsize, 0, U - nsize);
+		if ((err = put_unit0(c, fd, c->bounce, (unsigned)nsize)))
+			return err;
+		return c->inner.ops->ftruncate(c->inner.ctx, fd, U);
+	}
+	if (nsize && size && size < U) {
+		if ((err = leave_small(c, fd, size)))
+			return err;
+		size = U;
+	}
 	/* a short last unit that stays or becomes one is encrypted for its
 	 * new length; SQLite's sizes are whole pages, so this is only the
 	 * placeholder's and a damaged file's case */
@@ -341,8 +450,19 @@ static int x_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
 	if (!c->inner.ops->allocate)
 		return EOPNOTSUPP;
 	if (is_db(c, fd) && n) {
-		if ((err = c->inner.ops->size(c->inner.ctx, fd, &size)))
+		if ((err = logical_size(c, fd, &size)))
 			return err;
+		if (size < U && off + n > size) {
+			/* the file grows: as a write of zeros would make it */
+			if (off + n < U) {
+				if ((err = unit0_plain(c, fd, size, c->bounce)))
+					return err;
+				return put_unit0(c, fd, c->bounce, (unsigned)(off + n));
+			}
+			if (size && (err = leave_small(c, fd, size)))
+				return err;
+			size = U;
+		}
 		if (size % U && off + n > size && (err = relength(c, fd, size / U, size, off + n)))
 			return err;
 	}
@@ -352,13 +472,20 @@ static int x_allocate(void *ctx, int fd, uint64_t off, uint64_t n)
 static int x_size(void *ctx, int fd, uint64_t *size)
 {
 	struct alex_xts_io *c = ctx;
-	return c->inner.ops->size(c->inner.ctx, fd, size);
+
+	if (!is_db(c, fd))
+		return c->inner.ops->size(c->inner.ctx, fd, size);
+	return logical_size(c, fd, size);
 }
 
 static int x_stat(void *ctx, int fd, struct alex_finfo *fi)
 {
 	struct alex_xts_io *c = ctx;
-	return c->inner.ops->stat(c->inner.ctx, fd, fi);
+	int err = c->inner.ops->stat(c->inner.ctx, fd, fi);
+
+	if (err || !is_db(c, fd) || fi->size != U)
+		return err;
+	return logical_size(c, fd, &fi->size);
 }
 
 static int x_own(void *ctx, int fd, const struct alex_finfo *like)

@@ -15,9 +15,19 @@
  *   6  1  what bytes 0..15 hold: 'S' SQLite's magic, 'P' ALEX's placeholder
  *         (protect.c), 'Z' zeros
  *   7  1  '1', the scheme's version
- *   8  8  the key check value (xts.h)
+ *   8  6  the key check value's first 6 bytes (xts.h)
+ *  14  2  a file under 512 bytes: its size (below)
  *
- * and the unit's bytes 16 on are the XTS unit.  A unit stored as zeros
+ * and the unit's bytes 16 on are the XTS unit.  A file under one unit (ALEX's
+ * 100-byte placeholder; an SQLite database never is) is stored as one whole
+ * unit, zeros after its end, its size at 14: a unit shorter than 512 bytes
+ * would be encrypted for its length, and a crash that kept a later write
+ * growing the file but not that unit's rewrite would leave it to be read
+ * as a whole one -- garbage, where the file in clear holds its bytes and
+ * zeros.  So before anything makes such a file longer, its unit is written
+ * again with the size field 0 (the file's own size counts); a file of 512
+ * bytes or more whose unit 0 still gives a size reads as that unit's bytes
+ * and then zeros, which is what it holds.  A unit stored as zeros
  * reads as zeros: space the file system has not written (a hole, a
  * preallocation) is what it would be unencrypted.  A program without ALEX
  * sees no SQLite magic and refuses the file ("file is not a database").

@@ -19,8 +19,8 @@ static int valid(const uint8_t *ref, uint64_t size)
 	if (!size)
 		return 1;
 	uint64_t last = (size - 1) / 512, len = size - last * 512;
-	if (len < 16 || (last == 0 && len > 16 && len < 32))
-		return 0;
+	if (last && len < 16)
+		return 0; /* a file under one unit is stored whole: any size */
 	return !memcmp(ref, "SQLite format 3", 16) || !memcmp(ref, "ALEX-log-pending", 16) ||
 	       !memcmp(ref, z, 16);
 }
@@ -160,3 +160,62 @@ Test(xts_io_any, allocate_past_short_unit)
 	alex_key_free(k);
 	alex_mem_free(m);
 }
+
+/* The placeholder (synced), then a checkpoint's page 1 (and page 2)
+ * written over it, not yet synced.  Under ALEX_CRASH_SUBSET every
+ * 512-byte sector is old or new, so in clear bytes 0..99 read as the
+ * placeholder or as page 1, never a mix; so must they through xts_io,
+ * where a short unit once decrypted as a whole one (found by a review). */
+static void placeholder_then_page1(int page2_first)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io mi = alex_mem_io(m);
+	struct alex_key *k;
+	struct alex_xts *x = xts_for(8, &k);
+	struct alex_xts_io *c;
+	uint8_t ph[100], pg[8192], r[512];
+	int fd, bad = 0, first_bad = -1;
+
+	memset(ph, 0, sizeof ph);
+	memcpy(ph, "ALEX-log-pending", 16);
+	memcpy(ph + 72, "ALXF", 4);
+	memset(ph + 84, 0x5a, 8);
+	for (unsigned i = 0; i < sizeof pg; i++)
+		pg[i] = (uint8_t)(i * 7 + 1);
+	memcpy(pg, "SQLite format 3", 16);
+	cr_assert_eq(alex_xts_io_new(&mi, x, XDB, 8192, &c), 0);
+	struct alex_io io = alex_xts_io(c);
+	cr_assert_eq(io.ops->open(io.ctx, XDB, ALEX_O_CREAT, &fd), 0);
+	cr_assert_eq(io.ops->pwrite(io.ctx, fd, ph, 100, 0), 0);
+	cr_assert_eq(io.ops->fdatasync(io.ctx, fd), 0);
+	if (page2_first)
+		cr_assert_eq(io.ops->pwrite(io.ctx, fd, pg + 4096, 4096, 4096), 0);
+	cr_assert_eq(io.ops->pwrite(io.ctx, fd, pg, page2_first ? 4096 : 8192, 0), 0);
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		alex_mem *cm = alex_mem_crash(m, ALEX_CRASH_SUBSET, seed);
+		struct alex_io cmi = alex_mem_io(cm);
+		struct alex_xts_io *cc;
+		size_t got = 0;
+		int cfd;
+		cr_assert_eq(alex_xts_io_new(&cmi, x, XDB, 4096, &cc), 0);
+		struct alex_io cio = alex_xts_io(cc);
+		cr_assert_eq(cio.ops->open(cio.ctx, XDB, 0, &cfd), 0);
+		int err = cio.ops->pread(cio.ctx, cfd, r, 100, 0, &got);
+		if (err || got != 100 || (memcmp(r, ph, 100) && memcmp(r, pg, 100))) {
+			bad++;
+			if (first_bad < 0)
+				first_bad = (int)seed;
+		}
+		alex_xts_io_free(cc);
+		alex_mem_free(cm);
+	}
+	cr_expect_eq(bad, 0, "%d of 200 SUBSET images read bytes 0..99 as neither the placeholder "
+		     "nor page 1 (first seed %d)", bad, first_bad);
+	alex_xts_io_free(c);
+	alex_xts_free(x);
+	alex_key_free(k);
+	alex_mem_free(m);
+}
+
+Test(xts_io_any, subset_crash_placeholder_then_page1) { placeholder_then_page1(0); }
+Test(xts_io_any, subset_crash_placeholder_then_page2_first) { placeholder_then_page1(1); }
