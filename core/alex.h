@@ -40,8 +40,13 @@ enum {
 	ALEX_EINUSE = -1008,   /* another engine holds the log (exclusive open) */
 	ALEX_EFOREIGN = -1009, /* the log is for another database (or the database
 				  file was replaced while its log held pages) */
-	ALEX_EPERMS = -1010    /* the log grants access the database does not,
+	ALEX_EPERMS = -1010,   /* the log grants access the database does not,
 				  and its mode cannot be narrowed */
+	ALEX_EKEY = -1011,     /* the database is encrypted with another key */
+	ALEX_ENOKEY = -1012,   /* the database or its log is encrypted, and no
+				  key was given */
+	ALEX_EPLAIN = -1013    /* a key was given, and the database or its log
+				  is not encrypted (alex encrypt converts it) */
 };
 
 /* The logical files of one database. */
@@ -59,6 +64,8 @@ enum alex_compress {
 	ALEX_COMPRESS_LZ4 = 1,  /* try lz4 on every block */
 	ALEX_COMPRESS_OFF = 2
 };
+
+struct alex_key; /* core/xts.h */
 
 struct alex_config {
 	enum alex_sync sync;
@@ -83,6 +90,12 @@ struct alex_config {
 	int remove_log;                   /* alex_close removes the log when it
 					     holds nothing and no other engine has
 					     it open (libalex.so; default 0) */
+	const struct alex_key *key;       /* encrypt the database file and the log
+					     with it (xts.h, docs/ENCRYPTION.md);
+					     NULL: neither is (default) */
+	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
+					     database file's writes are encrypted
+					     through (default 64 KiB) */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,

@@ -48,7 +48,7 @@ int64_t alex_col_find(struct alex_collect *c, uint64_t key)
 int64_t alex_col_add(struct alex_collect *c, uint64_t key)
 {
 	uint32_t slot = c->used;
-	struct alex_loc l = { slot, 0, 0, 0 };
+	struct alex_loc l = { slot, 0, 0, 0, 0 };
 
 	if (slot >= c->max)
 		return -1;

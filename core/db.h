@@ -10,6 +10,8 @@
 #include "format.h"
 #include "io.h"
 #include "map.h"
+#include "xts.h"
+#include "xts_io.h"
 
 /* Inside the engine only: the file at the log's path holds nothing (empty,
  * or a log whose making was cut short before anything was acknowledged). */
@@ -38,7 +40,12 @@ struct alex_ks {
 };
 
 struct alex_db {
-	struct alex_io io;
+	struct alex_io io;        /* with a key: the encrypting layer over io_plain */
+	struct alex_io io_plain;
+	struct alex_xts *xts;     /* the key's cipher (cfg.key), or NULL */
+	struct alex_xts_io *xio;  /* the database file's encrypting layer */
+	struct alex_xts *log_xts; /* the cipher of the log named log_xts_uuid */
+	uint8_t log_xts_uuid[16];
 	struct alex_config cfg;
 	char *path[ALEX_NFILES]; /* base files: db, db-journal, db-wal */
 	char *log_path;

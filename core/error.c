@@ -19,6 +19,10 @@ const char *alex_strerror(int code)
 				   "records does not match this file)";
 	case ALEX_EPERMS: return "the log is open to users the database is not, and its mode "
 				 "cannot be narrowed";
+	case ALEX_EKEY: return "wrong key: the database is encrypted with another one";
+	case ALEX_ENOKEY: return "the database is encrypted, and no key was given (ALEX_KEY_FILE)";
+	case ALEX_EPLAIN: return "the database is not encrypted, and a key was given (alex encrypt "
+				 "converts it)";
 	}
 	/* strerror is not thread-safe for unknown codes only; these are known */
 	return code > 0 ? strerror(code) : "unknown ALEX error";

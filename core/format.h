@@ -129,6 +129,9 @@
 #include "bytes.h"
 
 #define ALEX_FORMAT_VERSION 4u
+#define ALEX_FORMAT_XTS 5u    /* version 4's layout, encrypted (ALEX_HDR_XTS):
+				 made only with a key, so that an ALEX that
+				 cannot decrypt it refuses it whole */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
@@ -139,6 +142,8 @@
 #define ALEX_HDR_SLOT_USED 172u
 #define ALEX_HDR_BASE 1u      /* header flag: the base copy is present */
 #define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
+#define ALEX_HDR_XTS 4u       /* header flag, format 5 only: blocks' stored bytes
+				 and the base copy are encrypted (log_xts.c) */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
 #define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* the first record of a log */
 /* An epoch whose predecessor ended below ALEX_LOG_DATA + ALEX_LOG_RUN
@@ -215,6 +220,7 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
 /* The version of a log's next epoch, after one of version v. */
 static inline uint32_t alex_loghdr_next_version(uint32_t v)
 {
+	/* format 5 (encrypted) is kept, as every version is */
 	return v == ALEX_FORMAT_V1 ? ALEX_FORMAT_V2 : v ? v : ALEX_FORMAT_VERSION;
 }
 

@@ -95,7 +95,7 @@ static int push_rec(struct alex_logmap *lm, const uint8_t *buf, const struct ale
 		struct alex_entry e;
 		alex_entry_decode(buf + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
 		lm->ent[lm->nent++] = (struct alex_lm_ent){
-			alex_key(e.file, e.block), { pos, e.stored_len, e.crc, e.flags }, lm->nrec };
+			alex_key(e.file, e.block), { pos, e.stored_len, e.crc, e.flags, 0 }, lm->nrec };
 		x->stored += e.stored_len;
 		x->lz4 += e.flags == ALEX_BLK_LZ4;
 		x->gap += e.flags == ALEX_BLK_GAP;

@@ -34,6 +34,7 @@
 #include "crc32c.h"
 #include "db.h"
 #include "log.h"
+#include "log_xts.h"
 #include "protect.h"
 #include "shm.h"
 
@@ -71,7 +72,15 @@ uint32_t alex_random32(void)
 static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 {
 	uint8_t *blk = db->scratch;
+	struct alex_loghdr sealed;
+	int err;
 
+	if (h->flags & ALEX_HDR_XTS) {
+		sealed = *h;
+		if ((err = alex_log_xts_base(db, 1, &sealed)))
+			return err;
+		h = &sealed;
+	}
 	memset(blk, 0, ALEX_BLOCK);
 	alex_loghdr_encode(blk, h);
 	return alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
@@ -107,7 +116,7 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_
 	db->hdr.epoch = epoch;
 	db->hdr.start_lsn = lsn;
 	db->hdr.salt = alex_random32();
-	db->hdr.flags = ALEX_HDR_BASE;
+	db->hdr.flags = ALEX_HDR_BASE | (db->hdr.flags & ALEX_HDR_XTS);
 	db->hdr.data_off = data_off;
 	db->next_lsn = lsn;
 	db->prev_crc = db->hdr.salt;
@@ -143,6 +152,10 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	snprintf(tmp, n, "%s.new-%d-%08x", db->log_path, (int)getpid(), alex_random32());
 	memset(&db->hdr, 0, sizeof db->hdr);
 	random_bytes(db->hdr.uuid, sizeof db->hdr.uuid);
+	if (alex_log_sealed(db)) {
+		db->hdr.version = ALEX_FORMAT_XTS;
+		db->hdr.flags = ALEX_HDR_XTS;
+	}
 	new_header(db, 1, 1, ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
 	/* Over an SQLite database a new log is fenced from its first header:
@@ -232,6 +245,11 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
 		return ALEX_ECORRUPT; /* two logs spliced together */
 	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
+	/* an encrypted log without the key, or a key and a log in clear */
+	if (!!(h[cur].flags & ALEX_HDR_XTS) != alex_log_sealed(db))
+		return alex_log_sealed(db) ? ALEX_EPLAIN : ALEX_ENOKEY;
+	if ((h[cur].flags & ALEX_HDR_XTS) && (err = alex_log_xts_base(db, 0, &h[cur])))
+		return err;
 	*out = h[cur];
 	db->slot_damaged = rc[!cur] && written[!cur];
 	return 0;
@@ -487,13 +505,16 @@ int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t 
 
 	if (loc->len > ALEX_BLOCK)
 		return ALEX_EBADBLOCK;
-	if (!loc->flags)
+	if (!alex_loc_codec(loc))
 		in = blk; /* raw: read straight into place */
 	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, in, loc->len, loc->off, &got)))
 		return err;
 	if (got != loc->len || alex_crc32c(0, in, loc->len) != loc->crc)
 		return ALEX_EBADBLOCK;
+	if (alex_log_sealed(db) &&
+	    (err = alex_log_xts_block(db, 0, in, loc->len, loc->off, loc->epoch, loc->flags >> 8)))
+		return err;
 	if (in == blk)
 		return 0;
-	return alex_codec_unpack(in, loc->len, loc->flags, blk);
+	return alex_codec_unpack(in, loc->len, alex_loc_codec(loc), blk);
 }

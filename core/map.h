@@ -14,8 +14,22 @@ struct alex_loc {
 	uint64_t off;    /* byte offset of the stored bytes in the log */
 	uint32_t len;    /* stored length */
 	uint32_t crc;    /* crc32c of the stored bytes */
-	uint32_t flags;  /* ALEX_BLK_* */
+	uint32_t flags;  /* ALEX_BLK_* in bits 0..7; the record's transaction id,
+			    low 24 bits, above (alex_loc_flags) */
+	uint32_t epoch;  /* the record's epoch, low 32 bits */
 };
+
+/* With the epoch, what an encrypted block's tweak needs (log_xts.c):
+ * no two versions of the bytes at one offset share it. */
+static inline uint32_t alex_loc_flags(uint32_t codec, uint64_t txn)
+{
+	return codec | (uint32_t)(txn & 0xffffff) << 8;
+}
+
+static inline uint32_t alex_loc_codec(const struct alex_loc *l)
+{
+	return l->flags & 0xff;
+}
 
 struct alex_map {
 	uint64_t *keys; /* 0 = empty */

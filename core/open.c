@@ -10,6 +10,7 @@
 #include "codec.h"
 #include "engine.h"
 #include "log.h"
+#include "log_xts.h"
 #include "protect.h"
 #include "recover.h"
 
@@ -35,6 +36,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->checkpoint_on_close = 1;
 	cfg->protect_base = 1;
 	cfg->remove_log = 0;
+	cfg->crypt_buffer_bytes = 64u << 10;
 }
 
 static int config_ok(const struct alex_config *c)
@@ -77,7 +79,33 @@ static void free_db(alex_db *db)
 	free(db->p1.img);
 	free(db->order);
 	alex_codec_free(db);
+	alex_log_xts_free(db);
+	alex_xts_io_free(db->xio);
+	alex_xts_free(db->xts);
 	free(db);
+}
+
+/* Does the database file say what the key says?  Encrypted with this key
+ * with one, not encrypted without; an empty file is either. */
+static int key_matches(alex_db *db)
+{
+	uint8_t head[ALEX_XTS_MARKER], kcv[ALEX_KCV_BYTES] = { 0 };
+	size_t got = 0;
+	int err;
+
+	if (db->base_fd[ALEX_FILE_DB] < 0)
+		return 0;
+	if ((err = db->io_plain.ops->pread(db->io_plain.ctx, db->base_fd[ALEX_FILE_DB], head,
+					   sizeof head, 0, &got)))
+		return err;
+	if (db->xts && (err = alex_xts_kcv(db->xts, kcv)))
+		return err;
+	enum alex_xts_probe p = alex_xts_probe(head, got, kcv);
+	if (!db->xts)
+		return p == ALEX_XTS_NOT ? 0 : ALEX_ENOKEY;
+	if (!got || p == ALEX_XTS_OURS)
+		return 0;
+	return p == ALEX_XTS_OTHER ? ALEX_EKEY : ALEX_EPLAIN;
 }
 
 /* Opens the base files that exist (once) and takes their sizes. */
@@ -96,9 +124,13 @@ int alex_bases_open(alex_db *db)
 			return err;
 		if (exists) {
 			int flags = f == ALEX_FILE_DB ? ALEX_O_CREAT : 0;
-			if (db->base_fd[f] < 0 &&
-			    (err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
-				return err;
+			if (db->base_fd[f] < 0) {
+				if ((err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
+					return err;
+				/* before the first byte is read through the key */
+				if (f == ALEX_FILE_DB && (err = key_matches(db)))
+					return err;
+			}
 			if ((err = o->size(db->io.ctx, db->base_fd[f], &size)))
 				return err;
 			if (f == ALEX_FILE_DB && (err = alex_protect_probe(db, &size)))
@@ -122,7 +154,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		return ALEX_EINVAL;
 	if (!(db = calloc(1, sizeof *db)))
 		return ALEX_ENOMEM;
-	db->io = io ? *io : alex_io_posix;
+	db->io = db->io_plain = io ? *io : alex_io_posix;
 	db->log_fd = -1;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->base_fd[f] = -1;
@@ -154,7 +186,17 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
 		goto fail;
 	db->nonce = alex_random32();
-	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)) || (err = alex_recover(db)) ||
+	if (db->cfg.key) {
+		/* every byte of the database file through the layer; the log's
+		 * own parts are encrypted where they are made (log_xts.c) */
+		if (alex_xts_new(db->cfg.key, &db->xts) ||
+		    alex_xts_io_new(&db->io_plain, db->xts, db_path, db->cfg.crypt_buffer_bytes,
+				    &db->xio))
+			goto fail;
+		db->io = alex_xts_io(db->xio);
+	}
+	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)) ||
+	    (err = alex_recover(db)) ||
 	    (err = alex_protect_check_base(db)))
 		goto fail;
 	for (int f = 0; f < ALEX_NFILES; f++) {

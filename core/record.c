@@ -60,12 +60,15 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_VERSION)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_XTS)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
-	if (flags & ~(version == ALEX_FORMAT_V1 ? ALEX_HDR_BASE : ALEX_HDR_BASE | ALEX_HDR_FENCED))
+	if (flags & ~(version == ALEX_FORMAT_V1 ? ALEX_HDR_BASE : ALEX_HDR_BASE | ALEX_HDR_FENCED) &
+	    ~(version == ALEX_FORMAT_XTS ? ALEX_HDR_XTS : 0))
 		return ALEX_ECORRUPT;
+	if ((version == ALEX_FORMAT_XTS) != !!(flags & ALEX_HDR_XTS))
+		return ALEX_ECORRUPT; /* format 5 is the encrypted one, and only it */
 	h->version = version;
 	memcpy(h->uuid, in + 16, 16);
 	h->epoch = alex_get64(in + 32);

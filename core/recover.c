@@ -72,7 +72,7 @@ static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, ui
 	int err;
 
 	for (unsigned f = 0; f < ALEX_NFILES; f++) {
-		struct op t = { 0, f, r->trunc[f], { 0, 0, 0, 0 } };
+		struct op t = { 0, f, r->trunc[f], { 0, 0, 0, 0, 0 } };
 		if (r->trunc[f] != ALEX_NO_TRUNC && (err = push(o, &t)))
 			return err;
 	}
@@ -80,7 +80,8 @@ static int queue(struct ops *o, const uint8_t *rec, const struct alex_rec *r, ui
 		struct alex_entry e;
 		alex_entry_decode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
 		struct op b = { alex_key(e.file, e.block), e.file, 0,
-				{ pos, e.stored_len, e.crc, e.flags } };
+				{ pos, e.stored_len, e.crc, alex_loc_flags(e.flags, r->txn),
+				  (uint32_t)r->epoch } };
 		if ((err = push(o, &b)))
 			return err;
 		pos += e.stored_len;

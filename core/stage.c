@@ -8,6 +8,7 @@
 
 #include "codec.h"
 #include "crc32c.h"
+#include "log_xts.h"
 #include "engine.h"
 
 static int ks_cmp(const void *a, const void *b)
@@ -82,8 +83,19 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 		 * format stays readable by the version that began it */
 		int hdr_at = e.file != ALEX_FILE_DB || db->hdr.version < ALEX_FORMAT_V3 ? -1
 			     : e.block == 0 ? (int)ALEX_BASE_HDR : 0;
-		e.stored_len = alex_codec_pack(db, alex_col_slot(c, db->order[i].slot), hdr_at,
-					       rec + pos, &how);
+		const uint8_t *img = alex_col_slot(c, db->order[i].slot);
+		e.stored_len = alex_codec_pack(db, img, hdr_at, rec + pos, &how);
+		if (alex_log_sealed(db)) {
+			/* XTS takes at least 16 bytes: a shorter form goes raw */
+			if (e.stored_len < ALEX_XTS_MIN) {
+				memcpy(rec + pos, img, ALEX_BLOCK);
+				e.stored_len = ALEX_BLOCK;
+				how = 0;
+			}
+			if ((err = alex_log_xts_block(db, 1, rec + pos, e.stored_len,
+						      db->append_off + pos, db->hdr.epoch, db->txn)))
+				return err;
+		}
 		e.flags = (uint8_t)how;
 		e.crc = alex_crc32c(0, rec + pos, e.stored_len);
 		alex_entry_encode(rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
@@ -134,7 +146,8 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 	for (uint32_t i = 0; i < n; i++) {
 		struct alex_entry e;
 		alex_entry_decode(db->rec + ALEX_REC_FIXED + (size_t)i * ALEX_REC_ENTRY, &e);
-		struct alex_loc l = { pos, e.stored_len, e.crc, e.flags };
+		struct alex_loc l = { pos, e.stored_len, e.crc, alex_loc_flags(e.flags, db->txn),
+				      (uint32_t)db->hdr.epoch };
 		if (!err)
 			err = alex_map_put(target, db->order[i].key, &l);
 		if (target == &db->map && db->order[i].key == alex_key(ALEX_FILE_DB, 0)) {

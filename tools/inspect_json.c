@@ -142,8 +142,8 @@ static void json_pages(const struct alex_logmap *lm, const struct inspect_sums *
 		printf("\"record\": %llu, \"offset\": %llu, \"stored\": %u, \"compressed\": %s, "
 		       "\"codec\": \"%s\"}",
 		       U(lm->rec[b->rec].off), U(b->loc.off), b->loc.len,
-		       b->loc.flags == ALEX_BLK_LZ4 ? "true" : "false",
-		       inspect_codec_name(b->loc.flags));
+		       alex_loc_codec(&b->loc) == ALEX_BLK_LZ4 ? "true" : "false",
+		       inspect_codec_name(alex_loc_codec(&b->loc)));
 	}
 	printf("],\n \"page_ranges\": \"");
 	inspect_ranges(stdout, lm, ALEX_FILE_DB, s);

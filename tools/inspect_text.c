@@ -133,7 +133,7 @@ static void text_pages(const struct alex_logmap *lm, const struct inspect_sums *
 			snprintf(pg, sizeof pg, lo == hi ? "%llu" : "%llu-%llu", U(lo), U(hi));
 		printf("  %-8s %-8llu %-10llu %-10llu %6u %s%s%s\n", pg, U(blk),
 		       U(lm->rec[b->rec].off), U(b->loc.off), b->loc.len,
-		       inspect_codec_name(b->loc.flags), f ? " " : "",
+		       inspect_codec_name(alex_loc_codec(&b->loc)), f ? " " : "",
 		       f ? inspect_file_name[f] : "");
 	}
 }

@@ -21,7 +21,7 @@ Test(map, random_ops_match_reference)
 	for (int i = 0; i < 200000; i++) {
 		unsigned f = rnd(&s) % 3, b = rnd(&s) % NB, op = rnd(&s) % 100;
 		if (op < 60) {
-			struct alex_loc l = { (uint64_t)i, 1, 2, 0 };
+			struct alex_loc l = { (uint64_t)i, 1, 2, 0, 0 };
 			cr_assert_eq(alex_map_put(&m, alex_key(f, b), &l), 0);
 			ref[f][b] = i;
 		} else if (op < 95) {

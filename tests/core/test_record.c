@@ -282,8 +282,17 @@ Test(record, header_slot_rules)
 	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
-	slot(buf, ALEX_FORMAT_VERSION + 1, 0);
+	slot(buf, ALEX_FORMAT_XTS + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
+	/* format 5 is the encrypted one, and only it says so */
+	slot(buf, ALEX_FORMAT_XTS, ALEX_HDR_XTS);
+	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
+	cr_expect_eq(g.version, ALEX_FORMAT_XTS);
+	cr_expect(g.flags & ALEX_HDR_XTS);
+	slot(buf, ALEX_FORMAT_XTS, 0);
+	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "format 5 in clear");
+	slot(buf, ALEX_FORMAT_VERSION, ALEX_HDR_XTS);
+	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "format 4 encrypted");
 }
 
 /* A GAP entry passes the body check only when its stored header adds up:
