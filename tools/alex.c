@@ -8,6 +8,10 @@
  *   alex verify FILE       exit 1 if the log is damaged (not just cut short)
  *   alex recover FILE      salvage what the log holds that is valid into FILE,
  *                          then set the log aside (renamed, never deleted)
+ *   alex encrypt|decrypt FILE, alex rekey FILE --new-key-file=PATH
+ *                          FILE rewritten whole, stored encrypted with the
+ *                          key (--key-file=PATH or ALEX_KEY_FILE), in clear,
+ *                          or with the new key
  *
  * Each takes SQLite's exclusive lock on FILE and the log's exclusive lock
  * first, so it never runs under a program that has the database open,
@@ -19,19 +23,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "alex.h"
+#include "convert.h"
 #include "doctor/doctor.h"
 #include "inspect.h"
 #include "trace/trace.h"
 #include "sqlite_locks.h"
+#include "xts.h"
 
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: alex checkpoint [--keep-log] FILE\n"
 		   "       alex stat|verify|recover FILE\n"
+		   "       alex encrypt|decrypt [--key-file=PATH] FILE\n"
+		   "       alex rekey [--key-file=PATH] --new-key-file=PATH FILE\n"
 		   "       alex inspect [--json] FILE\n"
 		   "       alex doctor [--json] PROGRAM [ARGS...]\n"
 		   "       alex trace [--json|--csv|--perfetto|--plot PNG] TRACE\n"
@@ -58,11 +67,133 @@ static int lock_db(const char *path, int *fd)
 		return 1;
 	}
 	if (syscall(SYS_fcntl, *fd, F_SETLK, &l) != 0) {
-		fprintf(stderr, "alex: %s: the database is in use by another process\n", path);
+		if (errno == EAGAIN || errno == EACCES)
+			fprintf(stderr, "alex: %s: the database is in use by another process\n",
+				path);
+		else
+			fprintf(stderr, "alex: %s: cannot lock it: %s\n", path, strerror(errno));
 		syscall(SYS_close, *fd);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * encrypt, decrypt, rekey: the database rewritten whole beside itself and
+ * renamed over itself (core/convert.c).  SQLite's locks, taken as for the
+ * other commands, keep every program out until the rename is done; a file
+ * beside the database that holds pages not yet in it (ALEX's log, a hot
+ * journal, a WAL) would be left in the old form, so it is refused.
+ */
+static int load_key(const char *file, struct alex_key **k, struct alex_xts **x)
+{
+	char why[256];
+	int err;
+
+	if (alex_key_load(file, k, why, sizeof why)) {
+		fprintf(stderr, "alex: %s: %s\n", file, why);
+		return 1;
+	}
+	if ((err = alex_xts_new(*k, x))) {
+		fprintf(stderr, "alex: %s: cannot key the cipher: %s\n", file, strerror(err));
+		alex_key_free(*k);
+		*k = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/* Is anything beside path that the conversion would leave behind? */
+static int siblings_clear(const char *path)
+{
+	static const struct {
+		const char *suffix, *why, *then;
+	} beside[] = {
+		{ "-alex", "ALEX's log may hold pages not yet in the database",
+		  "run alex checkpoint FILE first" },
+		{ "-journal", "a hot journal, or one kept by journal_mode=persist",
+		  "open and close it with sqlite3 first" },
+		{ "-wal", "SQLite's WAL may hold pages not yet in the database",
+		  "set journal_mode=delete on it with sqlite3 first" },
+	};
+	char name[4200];
+	int yes = 0;
+
+	for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+		snprintf(name, sizeof name, "%s%s", path, beside[i].suffix);
+		if (alex_io_posix.ops->exists(alex_io_posix.ctx, name, &yes) == 0 && yes) {
+			const char *then = beside[i].then, *file = strstr(then, "FILE");
+			fprintf(stderr, "alex: %s: %s is beside it (%s): ", path, name, beside[i].why);
+			if (file)
+				fprintf(stderr, "%.*s%s%s\n", (int)(file - then), then, path, file + 4);
+			else
+				fprintf(stderr, "%s\n", then);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int convert_main(int argc, char **argv)
+{
+	const char *cmd = argv[1], *path = NULL, *keyf = getenv("ALEX_KEY_FILE"), *newf = NULL;
+	int rekey = strcmp(cmd, "rekey") == 0, enc = strcmp(cmd, "encrypt") == 0;
+	struct alex_key *k = NULL, *nk = NULL;
+	struct alex_xts *x = NULL, *nx = NULL;
+	struct stat st;
+	char why[4400];
+	int lockfd, rc = 1, err;
+
+	for (int i = 2; i < argc; i++) {
+		if (strncmp(argv[i], "--key-file=", 11) == 0)
+			keyf = argv[i] + 11;
+		else if (rekey && strncmp(argv[i], "--new-key-file=", 15) == 0)
+			newf = argv[i] + 15;
+		else if (argv[i][0] == '-' || path)
+			return usage(stderr);
+		else
+			path = argv[i];
+	}
+	if (!path || (rekey && !newf))
+		return usage(stderr);
+	if (!keyf || !*keyf) {
+		fprintf(stderr, "alex: %s: no key (--key-file=PATH or ALEX_KEY_FILE)\n", cmd);
+		return 2;
+	}
+	/* a rename over a symbolic link would replace the link, and leave the
+	 * file it names as it was */
+	if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		fprintf(stderr, "alex: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "alex: %s: a symbolic link: give the file it names\n", path);
+		return 1;
+	}
+	if (load_key(keyf, &k, &x) || (rekey && load_key(newf, &nk, &nx)))
+		goto out;
+	if (lock_db(path, &lockfd))
+		goto out;
+	if (siblings_clear(path)) {
+		/* the lock's descriptor stays open until the rename is done:
+		 * closing any descriptor of the file would drop the lock */
+		err = alex_convert(&alex_io_posix, path, enc ? NULL : x, enc ? x : rekey ? nx : NULL,
+				   why, sizeof why);
+		if (err)
+			fprintf(stderr, "alex: %s: %s\n", path, why);
+		else
+			printf("%s: %s\n", path,
+			       enc ? "encrypted (AES-256-XTS)" :
+			       rekey ? "encrypted with the new key (AES-256-XTS)" : "decrypted");
+		rc = err != 0;
+	}
+	syscall(SYS_close, lockfd);
+out:
+	alex_xts_free(x);
+	alex_xts_free(nx);
+	alex_key_free(k);
+	alex_key_free(nk);
+	return rc;
 }
 
 static void report(const char *path, const struct alex_stats *s)
@@ -241,6 +372,9 @@ int main(int argc, char **argv)
 	/* the report of a trace that ALEX_MODE=trace wrote (tools/trace/) */
 	if (argc >= 2 && strcmp(argv[1], "trace") == 0)
 		return alex_trace_main(argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "encrypt") == 0 || strcmp(argv[1], "decrypt") == 0 ||
+			  strcmp(argv[1], "rekey") == 0))
+		return convert_main(argc, argv);
 	const char *keep_env = getenv("ALEX_KEEP_LOG");
 	int keep = keep_env && strcmp(keep_env, "1") == 0;
 	if (argc == 4 && strcmp(argv[1], "checkpoint") == 0 && strcmp(argv[2], "--keep-log") == 0) {
