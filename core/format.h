@@ -249,5 +249,8 @@ int alex_rec_peek(const uint8_t *buf, struct alex_rec *r);
 /* Checks the table, each block's crc and the padding of a whole record in
  * rec (r->rec_len bytes).  Returns ALEX_STOP_NONE when all is valid. */
 enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r);
+/* The same for a log of format 5 (sealed): a block's stored bytes are
+ * ciphertext, whose GAP header is checked when it is decrypted (codec.c). */
+enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *r, int sealed);
 
 #endif

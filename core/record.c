@@ -202,6 +202,11 @@ int alex_rec_peek(const uint8_t *buf, struct alex_rec *r)
 
 enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 {
+	return alex_rec_check_sealed(rec, r, 0);
+}
+
+enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *r, int sealed)
+{
 	const uint8_t *tab = rec + ALEX_REC_FIXED;
 	uint64_t pos = r->hdr_len;
 
@@ -221,7 +226,7 @@ enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 		if (alex_crc32c(0, rec + pos, e.stored_len) != e.crc)
 			return ALEX_STOP_BAD_BLOCK;
 		uint32_t off, run; /* the crc holds: bytes a GAP block cannot have */
-		if (e.flags == ALEX_BLK_GAP &&
+		if (e.flags == ALEX_BLK_GAP && !sealed &&
 		    !alex_gap_decode(rec + pos, e.stored_len, &off, &run))
 			return ALEX_STOP_BAD_BLOCK;
 		pos += e.stored_len;

@@ -13,7 +13,9 @@
 
 uint64_t alex_view_plain(const alex_db *db, enum alex_file f)
 {
-	if (!alex_file_ok(f) || db->base_fd[f] < 0)
+	/* an encrypted base file holds ciphertext: nothing of it is mapped
+	 * as it is, every block is decrypted into the anonymous part */
+	if (!alex_file_ok(f) || db->base_fd[f] < 0 || db->xts)
 		return 0;
 	return db->limit[f];
 }

@@ -2,12 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "xts.h"
 
 struct alex_pconfig alex_cfg;
 
@@ -38,6 +41,35 @@ static int bad(const char *var, const char *val, const char *accepted)
 	syscall(SYS_write, 2, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
 	alex_cfg.bad = 1;
 	return -1;
+}
+
+/* ALEX_KEY_FILE: the key is loaded here, once, and every database of the
+ * program is encrypted with it (docs/ENCRYPTION.md).  A key file that
+ * cannot be used stops every database from opening: data in clear where
+ * encryption was asked for is the one outcome worse than no database. */
+static void key_settings(void)
+{
+	static struct alex_key *key;
+	const char *path = getenv("ALEX_KEY_FILE");
+	char why[256], buf[PATH_MAX + 400];
+
+	alex_cfg.engine.key = NULL;
+	alex_key_free(key);
+	key = NULL;
+	if (!path)
+		return;
+	if (!*path) {
+		bad("ALEX_KEY_FILE", path, "the path of a key file");
+		return;
+	}
+	if (alex_key_load(path, &key, why, sizeof why)) {
+		int n = snprintf(buf, sizeof buf, "libalex: ALEX_KEY_FILE=%s: %s; database files "
+				 "will not be opened\n", path, why);
+		syscall(SYS_write, 2, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+		alex_cfg.bad = 1;
+		return;
+	}
+	alex_cfg.engine.key = key;
 }
 
 static int choice(const char *var, const char *const *names, int n, int *out)
@@ -284,12 +316,13 @@ int alex_config_load(void)
 			strcpy(alex_cfg.stats_path, s);
 	}
 	trace_settings();
+	key_settings();
 #ifdef ALEX_TESTING
 	test_settings();
 #endif
 	/* Settings of features this build does not have: refusing is the only
 	 * honest answer (an ignored key file would mean unencrypted data). */
-	static const char *const unsupported[] = { "ALEX_KEY_FILE", "ALEX_DIRECT" };
+	static const char *const unsupported[] = { "ALEX_DIRECT" };
 	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
 		if (getenv(unsupported[i]))
 			bad(unsupported[i], getenv(unsupported[i]), "unset: not supported by this build");

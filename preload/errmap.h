@@ -16,6 +16,7 @@ static inline int alex_errno_of(int rc)
 	case ALEX_ENOMEM: return ENOMEM;
 	case ALEX_EINVAL: return EINVAL;
 	case ALEX_EBUSY: return EBUSY;
+	case ALEX_EKEY: case ALEX_ENOKEY: case ALEX_EPLAIN: return EACCES;
 	default: return EIO;
 	}
 }

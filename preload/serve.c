@@ -60,6 +60,10 @@ static void say_open_failed(const struct pdb *db, int rc)
 			 log, lm, dm, dm, log);
 		return;
 	}
+	if (rc == ALEX_EKEY) {
+		alex_msg(ALEX_MSG_ERROR, "wrong key for %s (ALEX_KEY_FILE)", db->path);
+		return;
+	}
 	/* a problem of the log names the log, with what to do about it */
 	int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;
 	alex_msg(ALEX_MSG_ERROR, "%s%s: %s%s%s", db->path, logs ? "-alex" : "", alex_strerror(rc),
@@ -168,6 +172,48 @@ void alex_serve_close(struct pdb *db)
 
 /* ---- reads, writes, size ------------------------------------------------- */
 
+/*
+ * With a key, page 1's version bytes (18 and 19: 2 is WAL mode) never say
+ * WAL: in WAL mode SQLite writes the database file itself, which would be
+ * pages in clear, so the -wal file cannot be opened (alex_serve_wal_open).
+ * Were the 2s kept, every later open would try WAL and fail.  A write of
+ * them is followed by one of 1s; a read shows 1s where a 2 was kept.
+ * SQLite then finds no WAL and stays in its rollback journal mode
+ * (docs/ENCRYPTION.md).  Under db->mu.
+ */
+static void say_no_wal(const struct pdb *db)
+{
+	static int said;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		alex_msg(ALEX_MSG_ERROR, "%s: WAL mode is not available with encryption "
+			 "(ALEX_KEY_FILE); the database keeps its rollback journal", db->path);
+}
+
+static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int writing)
+{
+	uint8_t fix[2];
+	int any = 0;
+
+	if (!alex_cfg.engine.key || at > 18 || at + n < 20)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		fix[i] = buf[18 + i - at];
+		if (fix[i] == 2)
+			fix[i] = 1, any = 1;
+	}
+	if (!any)
+		return 0;
+	if (!writing) {
+		memcpy(buf + 18 - at, fix, 2);
+		return 0;
+	}
+	say_no_wal(db);
+	int rc = alex_write(db->eng, ALEX_FILE_DB, fix, 2, 18);
+	if (!rc && db->maps)
+		alex_mmap_wrote(db, fix, 2, 18);
+	return rc;
+}
+
 ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
 		      enum alex_serve_io how)
 {
@@ -189,6 +235,8 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 			break;
 		if (writing && db->maps)
 			alex_mmap_wrote(db, iov[i].iov_base, got, at);
+		if ((rc = no_wal_mark(db, iov[i].iov_base, got, at, writing)))
+			break;
 		at += got;
 		total += (ssize_t)got;
 		if (!writing && got < iov[i].iov_len)
@@ -380,6 +428,13 @@ int alex_serve_lock_shared(struct pdb *db)
  */
 int alex_serve_wal_open(struct pdb *db)
 {
+	/* SQLite writes the database file and -wal itself in WAL mode: with a
+	 * key that would be pages in clear.  The open fails; SQLite keeps its
+	 * rollback journal (docs/ENCRYPTION.md). */
+	if (alex_cfg.engine.key) {
+		say_no_wal(db);
+		return EACCES;
+	}
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_refresh(db->eng, 1);
 	if (!rc && alex_holds_pages(db->eng))

@@ -32,12 +32,13 @@
 #include "config.h"
 #include "io.h"
 #include "match.h"
+#include "xts.h"
 
 #define check(c) do { if (!(c)) abort(); } while (0)
 
 #define MAX_INPUT 16384
 
-enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, UNSUPPORTED, TRACE, FLAG };
+enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, UNSUPPORTED, TRACE, FLAG, KEYFILE };
 
 static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
 static const char *const modes[] = { "alex", "off", "trace", NULL };
@@ -75,7 +76,7 @@ static const struct var {
 	[V_TEST_POWERCUT] = { "ALEX_TEST_POWERCUT", POWERCUT, hows, 0, 0, 0 },
 	[V_TEST_FAULT] = { "ALEX_TEST_FAULT", FAULT, classes, 0, 0, 0 },
 	[V_TEST_REPORT] = { "ALEX_TEST_REPORT", REPORT, NULL, 0, 0, 0 },
-	[V_KEY_FILE] = { "ALEX_KEY_FILE", UNSUPPORTED, NULL, 0, 0, 0 },
+	[V_KEY_FILE] = { "ALEX_KEY_FILE", KEYFILE, NULL, 0, 0, 0 },
 	[V_DIRECT] = { "ALEX_DIRECT", UNSUPPORTED, NULL, 0, 0, 0 },
 	[V_TRACE] = { "ALEX_TRACE", TRACE, NULL, 0, 0, 0 },
 	[V_TRACE_ALL] = { "ALEX_TRACE_ALL", FLAG, NULL, 0, 1, 0 },
@@ -392,6 +393,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case UNSUPPORTED:
 			ok = !v;
 			break;
+		case KEYFILE: {
+			/* good exactly when the file is a key; the engine gets it */
+			struct alex_key *k = NULL;
+			char why[256];
+			ok = !v || (*v && alex_key_load(v, &k, why, sizeof why) == 0);
+			alex_key_free(k);
+			if (ok)
+				check(!v == !alex_cfg.engine.key);
+			break;
+		}
 		case TRACE:
 			ok = trace(val);
 			break;

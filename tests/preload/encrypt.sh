@@ -1,0 +1,118 @@
+#!/bin/bash
+# encrypt.sh BUILD - ALEX_KEY_FILE with real clients (the sqlite3 shell,
+# Python): the same SQL gives the same .dump as plain SQLite; neither the
+# database file nor the log holds any of the inserted text; SQLite without
+# ALEX, ALEX without the key and ALEX with another key are refused, each
+# with its line; bad key files stop every database from opening; WAL mode
+# is declined and the database stays usable; a writer killed with SIGKILL
+# loses no acknowledged row; alex decrypt gives back the same database.
+set -u
+skip() { [ -n "${CHECK_SKIP_FILE:-}" ] && echo "$*" >"$CHECK_SKIP_FILE"; exit 77; }
+B=$(cd "${1:?usage: encrypt.sh BUILD}" && pwd)
+L=$B/libalex.so
+tmp=$(mktemp -d /tmp/alex-enc.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+pass=0 fail=0
+t() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $what"; fi; }
+ax() { env LD_PRELOAD="$L" ALEX_KEY_FILE="$tmp/k" "$@"; }
+secret=plaintext-marker-8e1f
+
+head -c 64 /dev/urandom >k && chmod 600 k
+head -c 64 /dev/urandom >k2 && chmod 600 k2
+cat >work.sql <<EOF
+create table t(id integer primary key, s text, b blob);
+create index ts on t(s);
+with recursive c(i) as (select 1 union all select i + 1 from c where i < 2000)
+insert into t(s, b) select '$secret row ' || i, zeroblob(i % 300) from c;
+update t set s = s || ' updated' where id % 7 = 0;
+delete from t where id % 11 = 0;
+begin; insert into t(s) values('$secret in a transaction'); commit;
+begin; insert into t(s) values('rolled back'); rollback;
+EOF
+
+# the differential: plain SQLite and ALEX with a key, same SQL, same dump
+sqlite3 plain.db <work.sql && sqlite3 plain.db .dump >plain.dump
+ax sqlite3 e.db <work.sql 2>err
+rc=$?
+grep -q 'libcrypto.* cannot be loaded' err && skip "$(cat err)"
+t "the shell with a key ($(cat err))" [ $rc -eq 0 ]
+ax sqlite3 e.db .dump >e.dump 2>err
+t "the same dump as plain SQLite" cmp -s plain.dump e.dump
+t "nothing beside the database at rest" [ "$(ls e.db* | tr '\n' ' ')" = "e.db " ]
+t "the database file holds none of the text" [ "$(grep -c "$secret" e.db)" = 0 ]
+
+# the log holds none of it either, while it holds the commits
+want=$(ax sqlite3 e.db "select count(*) from t where id < 50")
+ax env ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 sqlite3 e.db \
+	"insert into t(s) select '$secret logged ' || id from t where id < 50" 2>err
+t "commits kept in the log ($(cat err))" [ -s e.db-alex ]
+t "... and the log holds none of the text" [ "$(grep -c "$secret" e.db-alex)" = 0 ]
+t "... nor does the database file" [ "$(grep -c "$secret" e.db)" = 0 ]
+t "... nor any file beside it" [ "$(cat e.db* | grep -c "$secret")" = 0 ]
+t "... and they read back" [ "$(ax sqlite3 e.db "select count(*) from t where s like '%logged%'")" = "$want" ]
+
+# Python (its own linked SQLite)
+ax python3 - <<'EOF' 2>err
+import sqlite3
+c = sqlite3.connect("e.db")
+c.execute("insert into t(s) values (?)", ("plaintext-marker-8e1f from python",))
+c.commit()
+assert c.execute("select count(*) from t where s like '%python%'").fetchone()[0] == 1
+assert c.execute("pragma integrity_check").fetchone()[0] == "ok"
+EOF
+t "Python writes and reads ($(cat err))" [ $? -eq 0 ]
+t "... and nothing of it is in clear" [ "$(cat e.db* | grep -c "$secret")" = 0 ]
+
+# refusals
+sqlite3 e.db "select count(*) from t" >out 2>&1
+t "SQLite without ALEX refuses it ($(cat out))" grep -q "file is not a database" out
+LD_PRELOAD=$L sqlite3 e.db "select count(*) from t" >out 2>&1
+t "ALEX without the key refuses it" [ "$(grep -c 'count' out)" = 0 ]
+t "... saying so ($(head -1 out))" grep -q "encrypted, and no key was given" out
+LD_PRELOAD=$L ALEX_KEY_FILE=$tmp/k2 sqlite3 e.db "select count(*) from t" >out 2>&1
+t "another key is refused: \"wrong key for\" ($(head -1 out))" grep -q "wrong key for $tmp/e.db" out
+t "... and shows no data" [ "$(grep -c "$secret" out)" = 0 ]
+ax sqlite3 plain.db "select count(*) from t" >out 2>&1
+t "a database in clear is not taken with a key ($(head -1 out))" grep -q "not encrypted" out
+for bad in mode644 short missing; do
+	case $bad in
+	mode644) cp k kb && chmod 644 kb ;;
+	short) head -c 63 k >kb && chmod 600 kb ;;
+	missing) rm -f kb ;;
+	esac
+	LD_PRELOAD=$L ALEX_KEY_FILE=$tmp/kb sqlite3 e.db "select count(*) from t" >out 2>&1
+	t "key file $bad: refused ($(head -1 out))" grep -q "ALEX_KEY_FILE=$tmp/kb: .*database files will not be opened" out
+	t "key file $bad: no data" [ "$(grep -c '^[0-9]' out)" = 0 ]
+done
+t "no key byte in any message" [ "$(grep -c "$(xxd -p -c 64 k | cut -c1-16)" out)" = 0 ]
+
+# WAL mode is declined; the database stays in rollback mode and usable
+ax sqlite3 e.db "pragma journal_mode=wal" >out 2>&1
+t "WAL mode declined ($(tail -1 out))" grep -q "WAL mode is not available with encryption" out
+t "... the database stays in delete mode" [ "$(ax sqlite3 e.db 'pragma journal_mode' 2>&1)" = delete ]
+t "... and usable" [ "$(ax sqlite3 e.db "insert into t(s) values('after wal'); pragma integrity_check" 2>&1)" = ok ]
+t "... no -wal file" [ ! -e e.db-wal ]
+
+# a writer killed with SIGKILL loses no acknowledged row
+ax sqlite3 k.db "create table t(id integer primary key, s text)"
+( for i in $(seq 1 400); do echo "insert into t(s) values('$secret $i');"; echo "select 'acked $i';"; done ) |
+	ax sqlite3 k.db >acked 2>/dev/null &
+sleep 0.4
+pkill -9 -f "sqlite3 k.db" 2>/dev/null
+wait
+n=$(grep -c acked acked)
+got=$(ax sqlite3 k.db "select count(*) from t" 2>&1)
+t "after SIGKILL: every acknowledged row ($n) is there ($got)" [ "$got" -ge "$n" ]
+t "... integrity ok" [ "$(ax sqlite3 k.db 'pragma integrity_check' 2>&1)" = ok ]
+t "... nothing in clear" [ "$(cat k.db* | grep -c "$secret")" = 0 ]
+
+# alex decrypt gives back the database SQLite reads
+ax sqlite3 e.db .dump >before.dump 2>/dev/null
+"$B/alex" decrypt --key-file="$tmp/k" e.db >out 2>&1
+t "alex decrypt ($(cat out))" [ $? -eq 0 ]
+sqlite3 e.db .dump >after.dump
+t "... plain SQLite reads the same dump" cmp -s before.dump after.dump
+
+echo "encrypt: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
