@@ -22,11 +22,14 @@
  *    32   8  epoch      >= 1, +1 at every checkpoint
  *    40   8  start_lsn  LSN of the first record of this epoch
  *    48   4  salt       random per epoch: prev_crc of the epoch's first record
+ *                       Version 5 is version 4 encrypted (log_xts.h,
+ *                       alex-log(5)): flag XTS, which no other version has
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
  *                       bit 1 FENCED: the database file was marked with this
  *                       epoch's fence before its first COMMIT record; the
  *                       records count only while the file carries that fence
  *                       (protect.c); never set in format 1
+ *                       bit 2 XTS: format 5, always
  *    56   4  base_crc   crc32c of bytes 64..163 (0 without BASE); in
  *                       version 4, of bytes 64..171
  *    60   4  crc        crc32c of bytes 0..59

@@ -42,6 +42,7 @@ struct job {
 	char *set[MAXSETTINGS];
 	int nset;
 	char trace[PATH_MAX + 16]; /* ALEX_TRACE made a file in the run's directory */
+	char key[PATH_MAX + 16];   /* ALEX_KEY_FILE the same, made by make_key */
 };
 
 static int find_self(const struct bench_opts *o)
@@ -73,6 +74,7 @@ static int job_init(struct job *j, const struct bench_opts *o, const char *w,
 	char *save = NULL;
 
 	j->m = m;
+	j->key[0] = 0; /* none unless the mode names one */
 	j->is_short = strcmp(w, "short") == 0;
 	j->large = strcmp(w, "large") == 0;
 	if (snprintf(j->dir, sizeof j->dir, "%s/%s-%s-%d", o->dir, w, m->name, i + 1) >=
@@ -106,6 +108,10 @@ static int job_init(struct job *j, const struct bench_opts *o, const char *w,
 		if (strncmp(kv, "ALEX_TRACE=", 11) == 0 && kv[11] != '/') {
 			snprintf(j->trace, sizeof j->trace, "ALEX_TRACE=%s/%s", j->dir, kv + 11);
 			kv = j->trace;
+		}
+		if (strncmp(kv, "ALEX_KEY_FILE=", 14) == 0 && kv[14] != '/') {
+			snprintf(j->key, sizeof j->key, "ALEX_KEY_FILE=%s/%s", j->dir, kv + 14);
+			kv = j->key;
 		}
 		j->set[j->nset++] = kv;
 	}
@@ -257,13 +263,36 @@ static int remove_dir(const char *dir)
 	return -1;
 }
 
+/* An encrypting mode's key: 64 random bytes, the owner's alone. */
+static int make_key(const struct job *j)
+{
+	uint8_t k[64];
+	const char *path = j->key + 14;
+	int fd, ok;
+
+	if (!j->key[0])
+		return 0;
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ok = fd >= 0 && read(fd, k, sizeof k) == (ssize_t)sizeof k;
+	if (fd >= 0)
+		close(fd);
+	fd = ok ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+	ok = fd >= 0 && write(fd, k, sizeof k) == (ssize_t)sizeof k;
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		fprintf(stderr, "alex-bench: %s: %s\n", path, strerror(errno));
+	return ok ? 0 : -1;
+}
+
 /* Run i of mode m on workload w, into *r.  0, or -1 (reported). */
 static int run_one(const struct bench_opts *o, struct bench_report *rep, const char *w,
 		   const struct bench_mode *m, int i, const char *large_db, struct bench_run *r)
 {
 	struct job j;
 
-	if (job_init(&j, o, w, m, i, large_db) || remove_dir(j.dir) || make_dir(j.dir))
+	if (job_init(&j, o, w, m, i, large_db) || remove_dir(j.dir) || make_dir(j.dir) ||
+	    make_key(&j))
 		return -1;
 	timed_run(&j, o->payload, r);
 	/* the kernel's count once per mode: it is the check of ALEX's own,
