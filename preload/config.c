@@ -62,6 +62,11 @@ static void key_settings(void)
 		bad("ALEX_KEY_FILE", path, "the path of a key file");
 		return;
 	}
+	if (alex_cfg.mode != ALEX_MODE_ON) {
+		/* off and trace pass SQLite's writes through: in clear */
+		bad("ALEX_KEY_FILE", path, "unset, or ALEX_MODE=alex: the other modes write in clear");
+		return;
+	}
 	if (alex_key_load(path, &key, why, sizeof why)) {
 		int n = snprintf(buf, sizeof buf, "libalex: ALEX_KEY_FILE=%s: %s; database files "
 				 "will not be opened\n", path, why);

@@ -16,7 +16,11 @@ static inline int alex_errno_of(int rc)
 	case ALEX_ENOMEM: return ENOMEM;
 	case ALEX_EINVAL: return EINVAL;
 	case ALEX_EBUSY: return EBUSY;
-	case ALEX_EKEY: case ALEX_ENOKEY: case ALEX_EPLAIN: return EACCES;
+	/* not EACCES: an open refused with it where no log exists is taken
+	 * for a read-only place and passed through (hooks_open.c) -- a
+	 * database in clear opened with a key, or ciphertext shown to SQLite */
+	case ALEX_EKEY: case ALEX_EPLAIN: return EKEYREJECTED;
+	case ALEX_ENOKEY: return ENOKEY;
 	default: return EIO;
 	}
 }

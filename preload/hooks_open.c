@@ -100,6 +100,14 @@ static int open_journal(enum open_kind k, int dirfd, const char *path, const cha
 		return track(fd, db, ROLE_JOURNAL) ? fd : -1;
 	case ALEX_JOURNAL_DISK:
 		alex_pdb_put(db);
+		/* with a key ALEX never writes a journal to disk: one there is
+		 * not ours, and SQLite would write pages into it in clear */
+		if (alex_cfg.engine.key && (flags & O_ACCMODE) != O_RDONLY) {
+			alex_msg(ALEX_MSG_ERROR, "%s: a journal on disk beside an encrypted database is "
+				 "not written (its pages would be in clear); the database stays "
+				 "read-only until it is removed", path);
+			return fail(EACCES);
+		}
 		return pass(k, dirfd, path, flags, mode);
 	default:
 		err = errno;

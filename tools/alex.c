@@ -39,6 +39,7 @@ static int usage(FILE *f)
 {
 	fprintf(f, "usage: alex checkpoint [--keep-log] FILE\n"
 		   "       alex stat|verify|recover FILE\n"
+		   "         (an encrypted database: the key from ALEX_KEY_FILE)\n"
 		   "       alex encrypt|decrypt [--key-file=PATH] FILE\n"
 		   "       alex rekey [--key-file=PATH] --new-key-file=PATH FILE\n"
 		   "       alex inspect [--json] FILE\n"
@@ -399,12 +400,26 @@ int main(int argc, char **argv)
 	cfg.exclusive = 1; /* no engine in any process may have it open */
 	cfg.db_only = 1;   /* libalex.so logs only the database: -journal and
 			      -wal are SQLite's (a hot journal must survive) */
+	/* an encrypted database and log: the key libalex.so was given */
+	struct alex_key *key = NULL;
+	struct alex_xts *unused = NULL;
+	const char *kf = getenv("ALEX_KEY_FILE");
+	if (kf && *kf) {
+		if (load_key(kf, &key, &unused)) {
+			syscall(SYS_close, lockfd);
+			return 1;
+		}
+		alex_xts_free(unused);
+		cfg.key = key;
+	}
 	if (strcmp(cmd, "recover") == 0) {
 		rc = recover(path, &cfg);
 		syscall(SYS_close, lockfd);
+		alex_key_free(key);
 		return rc;
 	}
 	rc = run(cmd, path, &cfg, keep);
 	syscall(SYS_close, lockfd);
+	alex_key_free(key);
 	return rc;
 }

@@ -97,6 +97,14 @@ int alex_inspect_main(int argc, char **argv)
 		inspect_text_no_log(log);
 	else if (err)
 		fprintf(stderr, "alex inspect: %s: %s\n", log, alex_strerror(err));
+	if (!err && (lm.hdr.flags & ALEX_HDR_XTS)) {
+		/* the database file's mark and every page are ciphertext: what
+		 * inspect would conclude from them is not known to be true */
+		fprintf(stderr, "alex inspect: %s: an encrypted log (format 5): its pages and the "
+				"database file's mark need the key; ALEX_KEY_FILE=KEY alex stat %s "
+				"reads them\n", log, path);
+		err = ALEX_ENOKEY;
+	}
 	rc = err == ENOENT ? 0 : err ? 1 : report(&lm, path, log, json);
 	alex_logmap_free(&lm);
 	free(log);

@@ -61,7 +61,8 @@ c.commit()
 assert c.execute("select count(*) from t where s like '%python%'").fetchone()[0] == 1
 assert c.execute("pragma integrity_check").fetchone()[0] == "ok"
 EOF
-t "Python writes and reads ($(cat err))" [ $? -eq 0 ]
+rc=$?
+t "Python writes and reads ($(cat err))" [ $rc -eq 0 ]
 t "... and nothing of it is in clear" [ "$(cat e.db* | grep -c "$secret")" = 0 ]
 
 # refusals
@@ -73,8 +74,23 @@ t "... saying so ($(head -1 out))" grep -q "encrypted, and no key was given" out
 LD_PRELOAD=$L ALEX_KEY_FILE=$tmp/k2 sqlite3 e.db "select count(*) from t" >out 2>&1
 t "another key is refused: \"wrong key for\" ($(head -1 out))" grep -q "wrong key for $tmp/e.db" out
 t "... and shows no data" [ "$(grep -c "$secret" out)" = 0 ]
-ax sqlite3 plain.db "select count(*) from t" >out 2>&1
+before=$(md5sum <plain.db)
+ax sqlite3 plain.db "insert into t(s) values('$secret new'); select count(*) from t" >out 2>&1
 t "a database in clear is not taken with a key ($(head -1 out))" grep -q "not encrypted" out
+t "... nothing read from it" [ "$(grep -c '^[0-9]' out)" = 0 ]
+t "... nothing written to it" [ "$(md5sum <plain.db)" = "$before" ]
+t "... and no journal beside it" [ ! -e plain.db-journal ]
+ax env ALEX_MODE=off sqlite3 e.db "select 1" >out 2>&1
+t "a key with ALEX_MODE=off is refused ($(head -1 out))" grep -q "ALEX_KEY_FILE=.*ALEX_MODE=alex" out
+
+# a journal on disk beside an encrypted database is never written
+ax sqlite3 j.db "create table t(s); insert into t values('$secret j1')"
+head -c 512 /dev/zero >j.db-journal
+ax sqlite3 j.db "pragma journal_mode=persist; update t set s = '$secret j2'" >out 2>&1
+t "a journal on disk is not written ($(tail -1 out))" grep -q "journal on disk beside an encrypted database" out
+t "... and holds none of the text" [ "$(grep -c "$secret" j.db-journal)" = 0 ]
+rm -f j.db-journal
+t "... the database as it was" [ "$(ax sqlite3 j.db 'select s from t' 2>&1)" = "$secret j1" ]
 for bad in mode644 short missing; do
 	case $bad in
 	mode644) cp k kb && chmod 644 kb ;;
@@ -107,10 +123,24 @@ t "after SIGKILL: every acknowledged row ($n) is there ($got)" [ "$got" -ge "$n"
 t "... integrity ok" [ "$(ax sqlite3 k.db 'pragma integrity_check' 2>&1)" = ok ]
 t "... nothing in clear" [ "$(cat k.db* | grep -c "$secret")" = 0 ]
 
+# the alex tool with the key: a log that holds commits checkpointed
+ax env ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 sqlite3 e.db "insert into t(s) values('$secret tool')"
+"$B/alex" inspect e.db >out 2>&1
+t "alex inspect says an encrypted log needs the key ($(head -1 out))" grep -q "an encrypted log" out
+"$B/alex" checkpoint e.db >out 2>&1
+rc=$?
+t "alex checkpoint without the key refused ($(head -1 out))" [ $rc -ne 0 ]
+ALEX_KEY_FILE=$tmp/k "$B/alex" checkpoint e.db >out 2>&1
+rc=$?
+t "alex checkpoint with ALEX_KEY_FILE ($(head -1 out))" [ $rc -eq 0 ]
+t "... the log gone" [ ! -e e.db-alex ]
+t "... the row kept" [ "$(ax sqlite3 e.db "select count(*) from t where s like '%tool'")" = 1 ]
+
 # alex decrypt gives back the database SQLite reads
 ax sqlite3 e.db .dump >before.dump 2>/dev/null
 "$B/alex" decrypt --key-file="$tmp/k" e.db >out 2>&1
-t "alex decrypt ($(cat out))" [ $? -eq 0 ]
+rc=$?
+t "alex decrypt ($(cat out))" [ $rc -eq 0 ]
 sqlite3 e.db .dump >after.dump
 t "... plain SQLite reads the same dump" cmp -s before.dump after.dump
 
