@@ -11,6 +11,7 @@
 #include "crc32c.h"
 #include "io.h"
 #include "xts.h"
+#include "xts_io.h"
 
 #define DB "/mem/t.db"
 #define LOG "/mem/t.db-alex"
@@ -101,6 +102,49 @@ static inline struct alex_xts *xts_for(uint8_t seed, struct alex_key **k)
 	cr_assert_eq(alex_key_from(raw, k, why, sizeof why), 0, "%s", why);
 	cr_assert_eq(alex_xts_new(*k, &x), 0);
 	return x;
+}
+
+/* An encrypted file at path on the memory backend, opened through the
+ * layer (the XTS suites). */
+struct xts_rig {
+	alex_mem *m;
+	struct alex_io mi, io;
+	struct alex_key *k;
+	struct alex_xts *x;
+	struct alex_xts_io *c;
+	int fd;
+};
+
+static inline void xts_rig_open(struct xts_rig *r, uint8_t seed, const char *path, size_t cap)
+{
+	r->m = alex_mem_new();
+	r->mi = alex_mem_io(r->m);
+	r->x = xts_for(seed, &r->k);
+	cr_assert_eq(alex_xts_io_new(&r->mi, r->x, path, cap, &r->c), 0);
+	r->io = alex_xts_io(r->c);
+	cr_assert_eq(r->io.ops->open(r->io.ctx, path, ALEX_O_CREAT, &r->fd), 0);
+}
+
+static inline void xts_rig_close(struct xts_rig *r)
+{
+	alex_xts_io_free(r->c);
+	alex_xts_free(r->x);
+	alex_key_free(r->k);
+	alex_mem_free(r->m);
+}
+
+/* A read of n at off through io gives exactly what ref (a file of size
+ * bytes) holds there; op names the step in a failure. */
+static inline void xts_check_read(const struct alex_io *io, int fd, uint8_t *buf, uint64_t n,
+				  uint64_t off, const uint8_t *ref, uint64_t size, int op)
+{
+	size_t got;
+
+	cr_assert_eq(io->ops->pread(io->ctx, fd, buf, n, off, &got), 0, "op %d", op);
+	uint64_t want = off >= size ? 0 : (off + n > size ? size - off : n);
+	cr_assert_eq(got, want, "op %d: got %zu of %lu at %lu (size %lu)", op, got,
+		     (unsigned long)want, (unsigned long)off, (unsigned long)size);
+	cr_assert_eq(memcmp(buf, ref + off, got), 0, "op %d at %lu", op, (unsigned long)off);
 }
 
 #endif

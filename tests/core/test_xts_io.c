@@ -73,15 +73,9 @@ Test(xts_io, random_writes_match_plain)
 			size = ns;
 		} else {
 			uint64_t off = rnd(&s) % MAXF, n = 1 + rnd(&s) % 6000;
-			size_t got;
 			if (off + n > MAXF)
 				n = MAXF - off;
-			cr_assert_eq(io.ops->pread(io.ctx, fd, buf, n, off, &got), 0, "op %d", i);
-			uint64_t want = off >= size ? 0 : (off + n > size ? size - off : n);
-			cr_assert_eq(got, want, "op %d: got %zu of %lu at %lu (size %lu)", i, got,
-				     (unsigned long)want, (unsigned long)off, (unsigned long)size);
-			cr_assert_eq(memcmp(buf, ref + off, got), 0, "op %d at %lu", i,
-				     (unsigned long)off);
+			xts_check_read(&io, fd, buf, n, off, ref, size, i);
 		}
 	}
 	/* what is stored: the marker, then nothing of the plaintext */
@@ -128,18 +122,13 @@ Test(xts_io, random_writes_match_plain)
 
 Test(xts_io, placeholder_fence_holes_and_what_it_refuses)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m), io;
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(3, &k);
-	struct alex_xts_io *c;
+	struct xts_rig rig;
 	uint8_t b[8192], r[8192];
 	size_t got;
-	int fd;
 
-	cr_assert_eq(alex_xts_io_new(&mi, x, XDB, 4096, &c), 0);
-	io = alex_xts_io(c);
-	cr_assert_eq(io.ops->open(io.ctx, XDB, ALEX_O_CREAT, &fd), 0);
+	xts_rig_open(&rig, 3, XDB, 4096);
+	struct alex_io io = rig.io;
+	int fd = rig.fd;
 	/* the 100-byte placeholder of an empty database, then its fence
 	 * patched in place, then the checkpoint's truncate to nothing */
 	memset(b, 0, sizeof b);
@@ -172,8 +161,5 @@ Test(xts_io, placeholder_fence_holes_and_what_it_refuses)
 	/* the change counter's 16 bytes at 24, through the tail of a unit */
 	cr_assert_eq(io.ops->pread(io.ctx, fd, r, 16, 24, &got), 0);
 	cr_expect_eq(memcmp(r, b + 24, 16), 0);
-	alex_xts_io_free(c);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	xts_rig_close(&rig);
 }

@@ -78,19 +78,13 @@ static void differential(uint64_t seed, size_t cap)
 			size = ns;
 		} else {
 			uint64_t off = rnd(&s) % (MAXF + 600), n = rnd(&s) % 9000;
-			size_t got = 12345;
 			if (rnd(&s) % 3 == 0)
 				off -= off % 512, n -= n % 512;
 			if (rnd(&s) % 8 == 0)
 				n = 0;
 			if (off + n > MAXF + 64)
 				n = off > MAXF + 64 ? 0 : MAXF + 64 - off;
-			cr_assert_eq(io.ops->pread(io.ctx, fd, buf, n, off, &got), 0, "op %d", i);
-			uint64_t want = off >= size ? 0 : (off + n > size ? size - off : n);
-			cr_assert_eq(got, want, "op %d: got %zu of %lu at %lu (size %lu)", i, got,
-				     (unsigned long)want, (unsigned long)off, (unsigned long)size);
-			cr_assert_eq(memcmp(buf, ref + off, got), 0, "op %d at %lu", i,
-				     (unsigned long)off);
+			xts_check_read(&io, fd, buf, n, off, ref, size, i);
 		}
 		uint64_t phys;
 		cr_assert_eq(io.ops->size(io.ctx, fd, &phys), 0);
@@ -111,54 +105,38 @@ Test(xts_io_any, differential_any_size_5120) { for (uint64_t s = 81; s < 120; s+
  * grows a file with a short last unit (the placeholder) to 512 bytes. */
 Test(xts_io_any, zero_length_write_past_end)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m), io;
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(6, &k);
-	struct alex_xts_io *c;
+	struct xts_rig rig;
 	uint8_t b[100] = "ALEX-log-pending";
 	uint64_t size;
-	int fd;
 
-	cr_assert_eq(alex_xts_io_new(&mi, x, XDB, 4096, &c), 0);
-	io = alex_xts_io(c);
-	cr_assert_eq(io.ops->open(io.ctx, XDB, ALEX_O_CREAT, &fd), 0);
+	xts_rig_open(&rig, 6, XDB, 4096);
+	struct alex_io io = rig.io;
+	int fd = rig.fd;
 	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, 100, 0), 0);
 	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, 0, 4096), 0);
 	cr_assert_eq(io.ops->size(io.ctx, fd, &size), 0);
 	cr_expect_eq(size, 100, "a write of 0 bytes made the file %lu bytes", (unsigned long)size);
-	alex_xts_io_free(c);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	xts_rig_close(&rig);
 }
 
 /* allocate over a short last unit: "reserved space reads as zeros" */
 Test(xts_io_any, allocate_past_short_unit)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m), io;
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(7, &k);
-	struct alex_xts_io *c;
+	struct xts_rig rig;
 	uint8_t b[512] = "ALEX-log-pending", r[512];
 	size_t got;
-	int fd;
 
 	memcpy(b + 72, "ALXF", 4);
 	memset(b + 84, 0x5a, 8);
-	cr_assert_eq(alex_xts_io_new(&mi, x, XDB, 4096, &c), 0);
-	io = alex_xts_io(c);
-	cr_assert_eq(io.ops->open(io.ctx, XDB, ALEX_O_CREAT, &fd), 0);
+	xts_rig_open(&rig, 7, XDB, 4096);
+	struct alex_io io = rig.io;
+	int fd = rig.fd;
 	cr_assert_eq(io.ops->pwrite(io.ctx, fd, b, 100, 0), 0);
 	cr_assert_eq(io.ops->allocate(io.ctx, fd, 0, 4096), 0);
 	int err = io.ops->pread(io.ctx, fd, r, 512, 0, &got);
 	cr_expect(err == 0 && got == 512 && memcmp(r, b, 512) == 0,
 		  "err %d got %zu: the placeholder's bytes 80..511 read as garbage", err, got);
-	alex_xts_io_free(c);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	xts_rig_close(&rig);
 }
 
 /* The placeholder (synced), then a checkpoint's page 1 (and page 2)
