@@ -264,6 +264,12 @@ static void engine_settings(struct alex_config *e)
 	x = (unsigned long long)e->checkpoint_on_close;
 	if (!number("ALEX_CHECKPOINT_ON_CLOSE", 0, 1, &x))
 		e->checkpoint_on_close = (int)x;
+	/* with a key: the database file's writes are encrypted through a
+	 * buffer of this size, one per database, never more (the seed's
+	 * bounded bounce memory) */
+	x = e->crypt_buffer_bytes >> 10;
+	if (!number("ALEX_CRYPT_KB", 4, 65536, &x))
+		e->crypt_buffer_bytes = x << 10;
 	/* nothing beside the database at rest, unless the user keeps the log
 	 * for many short-lived processes (man/libalex.7) */
 	x = 0;

@@ -49,7 +49,7 @@ static const char *const classes[] = { "logwrite", "grow", "logsync", "ckptwrite
 				       NULL };
 
 enum { V_LOG, V_MODE, V_SYNC, V_COMPRESS, V_SYNC_MS, V_EXTENT_KB, V_MEMORY_KB,
-	V_CHECKPOINT_MB, V_PREALLOC_MB, V_CHECKPOINT_ON_CLOSE, V_MATCH, V_STATS,
+	V_CHECKPOINT_MB, V_PREALLOC_MB, V_CHECKPOINT_ON_CLOSE, V_CRYPT_KB, V_MATCH, V_STATS,
 	V_TEST_POWERCUT, V_TEST_FAULT, V_TEST_REPORT, V_KEY_FILE, V_DIRECT, V_TRACE, V_TRACE_ALL,
 	NVARS };
 
@@ -71,6 +71,7 @@ static const struct var {
 	[V_CHECKPOINT_MB] = { "ALEX_CHECKPOINT_MB", NUMBER, NULL, 1, 65536, 20 },
 	[V_PREALLOC_MB] = { "ALEX_PREALLOC_MB", NUMBER, NULL, 1, 1024, 20 },
 	[V_CHECKPOINT_ON_CLOSE] = { "ALEX_CHECKPOINT_ON_CLOSE", NUMBER, NULL, 0, 1, 0 },
+	[V_CRYPT_KB] = { "ALEX_CRYPT_KB", NUMBER, NULL, 4, 65536, 10 },
 	[V_MATCH] = { "ALEX_MATCH", MATCH, NULL, 0, 0, 0 },
 	[V_STATS] = { "ALEX_STATS", STATS, NULL, 0, 0, 0 },
 	[V_TEST_POWERCUT] = { "ALEX_TEST_POWERCUT", POWERCUT, hows, 0, 0, 0 },
@@ -102,6 +103,7 @@ static uint64_t setting(int i)
 	case V_CHECKPOINT_MB: return e->checkpoint_bytes;
 	case V_PREALLOC_MB: return e->prealloc_bytes;
 	case V_CHECKPOINT_ON_CLOSE: return (uint64_t)e->checkpoint_on_close;
+	case V_CRYPT_KB: return e->crypt_buffer_bytes;
 	}
 	abort();
 }
@@ -122,6 +124,7 @@ static uint64_t default_setting(int i)
 	case V_CHECKPOINT_MB: return d.checkpoint_bytes;
 	case V_PREALLOC_MB: return d.prealloc_bytes;
 	case V_CHECKPOINT_ON_CLOSE: return (uint64_t)d.checkpoint_on_close;
+	case V_CRYPT_KB: return d.crypt_buffer_bytes;
 	}
 	abort();
 }
