@@ -17,10 +17,9 @@
 #include <string.h>
 
 #include "convert.h"
+#include "format.h"
 #include "xts_io.h"
 
-static const char sqlite_magic[16] = "SQLite format 3";
-static const char placeholder[16] = "ALEX-log-pending";
 
 /* One side of the copy: io itself for a file in clear, else the
  * encrypted file's layer over it for path. */
@@ -60,7 +59,7 @@ static int check_stored(const uint8_t *head, size_t got, struct alex_xts *from, 
 			snprintf(why, whycap, "encrypted with another key");
 			return EINVAL;
 		default:
-			snprintf(why, whycap, got >= 16 && memcmp(head, sqlite_magic, 16) == 0 ?
+			snprintf(why, whycap, got >= 16 && memcmp(head, ALEX_SQLITE_MAGIC, 16) == 0 ?
 					      "not encrypted (an SQLite database in clear)" :
 					      "not encrypted by ALEX, nor an SQLite database");
 			return EINVAL;
@@ -77,9 +76,9 @@ static int check_stored(const uint8_t *head, size_t got, struct alex_xts *from, 
 /* Is the plaintext's beginning (n bytes) a database that can be copied? */
 static int check_plain(const uint8_t *p, size_t n, char *why, size_t whycap)
 {
-	if (n >= 16 && memcmp(p, sqlite_magic, 16) == 0)
+	if (n >= 16 && memcmp(p, ALEX_SQLITE_MAGIC, 16) == 0)
 		return 0;
-	if (n >= 16 && memcmp(p, placeholder, 16) == 0)
+	if (n >= 16 && memcmp(p, ALEX_PLACEHOLDER, 16) == 0)
 		snprintf(why, whycap, "ALEX's log holds pages not yet in it (alex checkpoint first)");
 	else
 		snprintf(why, whycap, "not an SQLite database");

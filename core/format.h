@@ -148,6 +148,11 @@
 #define ALEX_HDR_XTS 4u       /* header flag, format 5 only: blocks' stored bytes
 				 and the base copy are encrypted (log_xts.c) */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
+/* The first 16 bytes of an SQLite database, and of the placeholder an
+ * empty database file gets while its log holds pages (protect.c); the
+ * encrypted file's marker says which it replaced (xts_io.h). */
+#define ALEX_SQLITE_MAGIC "SQLite format 3" /* with its NUL: 16 bytes */
+#define ALEX_PLACEHOLDER "ALEX-log-pending" /* 16 bytes, no NUL */
 #define ALEX_LOG_DATA (2u * ALEX_BLOCK) /* the first record of a log */
 /* An epoch whose predecessor ended below ALEX_LOG_DATA + ALEX_LOG_RUN
  * begins right after it (format 4, above); else at ALEX_LOG_DATA. */

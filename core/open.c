@@ -85,24 +85,24 @@ static void free_db(alex_db *db)
 	free(db);
 }
 
-/* Does the database file say what the key says?  Encrypted with this key
- * with one, not encrypted without; an empty file is either. */
+/* Is the database file encrypted with the key (or empty)?  Checked on
+ * the stored bytes before any is read through the layer; without a key
+ * the marker is refused by alex_protect_probe, in the header read it makes
+ * anyway. */
 static int key_matches(alex_db *db)
 {
-	uint8_t head[ALEX_XTS_MARKER], kcv[ALEX_KCV_BYTES] = { 0 };
+	uint8_t head[ALEX_XTS_MARKER], kcv[ALEX_KCV_BYTES];
 	size_t got = 0;
 	int err;
 
-	if (db->base_fd[ALEX_FILE_DB] < 0)
+	if (!db->xts || db->base_fd[ALEX_FILE_DB] < 0)
 		return 0;
 	if ((err = db->io_plain.ops->pread(db->io_plain.ctx, db->base_fd[ALEX_FILE_DB], head,
 					   sizeof head, 0, &got)))
 		return err;
-	if (db->xts && (err = alex_xts_kcv(db->xts, kcv)))
+	if ((err = alex_xts_kcv(db->xts, kcv)))
 		return err;
 	enum alex_xts_probe p = alex_xts_probe(head, got, kcv);
-	if (!db->xts)
-		return p == ALEX_XTS_NOT ? 0 : ALEX_ENOKEY;
 	if (!got || p == ALEX_XTS_OURS)
 		return 0;
 	return p == ALEX_XTS_OTHER ? ALEX_EKEY : ALEX_EPLAIN;

@@ -52,8 +52,6 @@
 #include "log.h"
 #include "protect.h"
 
-static const char sqlite_magic[16] = "SQLite format 3";
-static const char placeholder[16] = "ALEX-log-pending";
 static const char fence_magic[4] = { 'A', 'L', 'X', 'F' };
 
 #define HDR 100u
@@ -67,7 +65,7 @@ uint64_t alex_protect_fence(const struct alex_loghdr *h)
 
 static int is_sqlite(const uint8_t *h, size_t got)
 {
-	return got >= HDR && memcmp(h, sqlite_magic, 16) == 0;
+	return got >= HDR && memcmp(h, ALEX_SQLITE_MAGIC, 16) == 0;
 }
 
 /*
@@ -86,9 +84,9 @@ static void read_mark(const uint8_t *h, size_t got, uint64_t size, struct alex_m
 
 	memset(m, 0, sizeof *m);
 	for (size_t i = 0; i < 16 && i < got; i++) {
-		sq &= h[i] == (uint8_t)sqlite_magic[i];
-		ph &= h[i] == (uint8_t)placeholder[i];
-		mix &= h[i] == (uint8_t)sqlite_magic[i] || h[i] == (uint8_t)placeholder[i];
+		sq &= h[i] == (uint8_t)ALEX_SQLITE_MAGIC[i];
+		ph &= h[i] == (uint8_t)ALEX_PLACEHOLDER[i];
+		mix &= h[i] == (uint8_t)ALEX_SQLITE_MAGIC[i] || h[i] == (uint8_t)ALEX_PLACEHOLDER[i];
 	}
 	if (ph || (mix && !sq && fence)) {
 		m->kind = ALEX_MARK_PLACEHOLDER;
@@ -100,7 +98,7 @@ static void read_mark(const uint8_t *h, size_t got, uint64_t size, struct alex_m
 		 * Nothing was committed over it yet: it reads as empty. */
 		int torn = size <= HDR && got == size;
 		for (size_t i = 0; i < got && torn; i++)
-			torn = !h[i] || (i < 16 && h[i] == (uint8_t)placeholder[i]);
+			torn = !h[i] || (i < 16 && h[i] == (uint8_t)ALEX_PLACEHOLDER[i]);
 		m->kind = torn && size ? ALEX_MARK_TORN : ALEX_MARK_NONE;
 		return;
 	}
@@ -123,6 +121,12 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], h, HDR, 0, &got)))
 		return err;
+	/* without a key these are the stored bytes: an encrypted file's
+	 * marker is refused here, in the read every open makes anyway (with
+	 * one, open.c checked it before the layer decrypted them) */
+	static const uint8_t any_key[ALEX_KCV_BYTES];
+	if (!db->xts && alex_xts_probe(h, got, any_key) != ALEX_XTS_NOT)
+		return ALEX_ENOKEY;
 	/* SQLite changes the header's change counter at every commit */
 	db->base_stamp ^= (uint64_t)alex_crc32c(0, h, got) << 32;
 	read_mark(h, got, *size, &db->mark);
@@ -150,7 +154,8 @@ void alex_protect_unmask(uint8_t *blk0, size_t len)
 {
 	int fence = len >= HDR && memcmp(blk0 + AT_MAGIC, fence_magic, 4) == 0;
 
-	if (len < 20 || memcmp(blk0, sqlite_magic, 16) != 0 || (blk0[19] != ALEX_MARK && !fence))
+	if (len < 20 || memcmp(blk0, ALEX_SQLITE_MAGIC, 16) != 0 ||
+	    (blk0[19] != ALEX_MARK && !fence))
 		return;
 	blk0[19] = blk0[18];
 	if (len < HDR)
@@ -295,7 +300,7 @@ int alex_protect_mark(struct alex_db *db, int ride)
 	if (db->climit[ALEX_FILE_DB] == 0) {
 		/* empty (or only a placeholder, or torn bytes of one) */
 		memset(h, 0, HDR);
-		memcpy(h, placeholder, 16);
+		memcpy(h, ALEX_PLACEHOLDER, 16);
 		memcpy(h + AT_MAGIC, fence_magic, 4);
 		alex_put64(h + AT_FENCE, alex_protect_fence(&db->hdr));
 		if ((err = o->pwrite(db->io.ctx, fd, h, HDR, 0)))
@@ -415,7 +420,7 @@ int alex_protect_check_base(struct alex_db *db)
 	 * over it may have left parts of */
 	uint8_t ph[ALEX_BASE_HDR];
 	memset(ph, 0, sizeof ph);
-	memcpy(ph, placeholder, 16);
+	memcpy(ph, ALEX_PLACEHOLDER, 16);
 	memcpy(ph + AT_MAGIC, fence_magic, 4);
 	alex_put64(ph + AT_FENCE, alex_protect_fence(&db->hdr));
 	uint8_t raw[ALEX_BASE_HDR];

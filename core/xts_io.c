@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "xts_io.h"
 
 #define U ALEX_XTS_UNIT
@@ -12,8 +13,6 @@
 #define KCV_KEPT 6 /* of the check value's bytes, in the marker */
 
 static const char marker_magic[6] = { 'A', 'L', 'X', 'X', 'T', 'S' };
-static const char sqlite_magic[16] = "SQLite format 3";
-static const char placeholder[16] = "ALEX-log-pending";
 static const uint8_t zeros16[16];
 
 struct alex_xts_io {
@@ -36,9 +35,14 @@ enum alex_xts_probe alex_xts_probe(const uint8_t *head, size_t got,
 
 /* A file under one unit is stored as a whole unit, its size in the marker
  * (xts_io.h); 0: the file's own size counts. */
+static unsigned marker_size(const uint8_t *stored)
+{
+	return (unsigned)stored[14] | (unsigned)stored[15] << 8;
+}
+
 static unsigned marker_small(const uint8_t *stored)
 {
-	unsigned v = (unsigned)stored[14] | (unsigned)stored[15] << 8;
+	unsigned v = marker_size(stored);
 	return v < U ? v : 0; /* more is damage, which decode refuses */
 }
 
@@ -75,11 +79,11 @@ static int decode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
 	if (len < ALEX_XTS_MARKER || alex_xts_probe(p, len, c->kcv) != ALEX_XTS_OURS ||
 	    (len > ALEX_XTS_MARKER && len < ALEX_XTS_MARKER + ALEX_XTS_MIN))
 		return EIO; /* not ours, or another key's: never garbage to SQLite */
-	if (((unsigned)p[14] | (unsigned)p[15] << 8) >= U)
+	if (marker_size(p) >= U)
 		return EIO;
 	switch (p[6]) {
-	case 'S': memcpy(p, sqlite_magic, 16); break;
-	case 'P': memcpy(p, placeholder, 16); break;
+	case 'S': memcpy(p, ALEX_SQLITE_MAGIC, 16); break;
+	case 'P': memcpy(p, ALEX_PLACEHOLDER, 16); break;
 	case 'Z': memset(p, 0, 16); break;
 	default: return EIO;
 	}
@@ -105,9 +109,9 @@ static int encode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len, uns
 	}
 	if (len < ALEX_XTS_MARKER || (len > ALEX_XTS_MARKER && len < ALEX_XTS_MARKER + ALEX_XTS_MIN))
 		return EIO;
-	if (memcmp(p, sqlite_magic, 16) == 0)
+	if (memcmp(p, ALEX_SQLITE_MAGIC, 16) == 0)
 		kind = 'S';
-	else if (memcmp(p, placeholder, 16) == 0)
+	else if (memcmp(p, ALEX_PLACEHOLDER, 16) == 0)
 		kind = 'P';
 	else if (memcmp(p, zeros16, 16) == 0)
 		kind = 'Z';

@@ -33,14 +33,23 @@ void alex_msg(enum alex_msglevel level, const char *fmt, ...)
 	syscall(SYS_write, 2, buf, (size_t)n);
 }
 
-static int bad(const char *var, const char *val, const char *accepted)
+/* One line on stderr whatever ALEX_LOG says, and every database open
+ * fails: "libalex: VAR=VAL<what>; database files will not be opened". */
+static int refuse(const char *var, const char *val, const char *what)
 {
-	char buf[512];
-	int n = snprintf(buf, sizeof buf, "libalex: %s=%s is invalid (accepted: %s); "
-			 "database files will not be opened\n", var, val, accepted);
+	char buf[PATH_MAX + 512];
+	int n = snprintf(buf, sizeof buf, "libalex: %s=%s%s; database files will not be opened\n",
+			 var, val, what);
 	syscall(SYS_write, 2, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
 	alex_cfg.bad = 1;
 	return -1;
+}
+
+static int bad(const char *var, const char *val, const char *accepted)
+{
+	char what[300];
+	snprintf(what, sizeof what, " is invalid (accepted: %s)", accepted);
+	return refuse(var, val, what);
 }
 
 /* ALEX_KEY_FILE: the key is loaded here, once, and every database of the
@@ -51,7 +60,7 @@ static void key_settings(void)
 {
 	static struct alex_key *key;
 	const char *path = getenv("ALEX_KEY_FILE");
-	char why[256], buf[PATH_MAX + 400];
+	char why[256];
 
 	alex_cfg.engine.key = NULL;
 	alex_key_free(key);
@@ -68,10 +77,9 @@ static void key_settings(void)
 		return;
 	}
 	if (alex_key_load(path, &key, why, sizeof why)) {
-		int n = snprintf(buf, sizeof buf, "libalex: ALEX_KEY_FILE=%s: %s; database files "
-				 "will not be opened\n", path, why);
-		syscall(SYS_write, 2, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
-		alex_cfg.bad = 1;
+		char what[sizeof why + 2];
+		snprintf(what, sizeof what, ": %s", why);
+		refuse("ALEX_KEY_FILE", path, what);
 		return;
 	}
 	alex_cfg.engine.key = key;

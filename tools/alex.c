@@ -86,6 +86,7 @@ static int lock_db(const char *path, int *fd)
  * beside the database that holds pages not yet in it (ALEX's log, a hot
  * journal, a WAL) would be left in the old form, so it is refused.
  */
+/* The key in file, and (x not NULL) its cipher for the conversion. */
 static int load_key(const char *file, struct alex_key **k, struct alex_xts **x)
 {
 	char why[256];
@@ -95,7 +96,7 @@ static int load_key(const char *file, struct alex_key **k, struct alex_xts **x)
 		fprintf(stderr, "alex: %s: %s\n", file, why);
 		return 1;
 	}
-	if ((err = alex_xts_new(*k, x))) {
+	if (x && (err = alex_xts_new(*k, x))) {
 		fprintf(stderr, "alex: %s: cannot key the cipher: %s\n", file, strerror(err));
 		alex_key_free(*k);
 		*k = NULL;
@@ -402,14 +403,12 @@ int main(int argc, char **argv)
 			      -wal are SQLite's (a hot journal must survive) */
 	/* an encrypted database and log: the key libalex.so was given */
 	struct alex_key *key = NULL;
-	struct alex_xts *unused = NULL;
 	const char *kf = getenv("ALEX_KEY_FILE");
 	if (kf && *kf) {
-		if (load_key(kf, &key, &unused)) {
+		if (load_key(kf, &key, NULL)) {
 			syscall(SYS_close, lockfd);
 			return 1;
 		}
-		alex_xts_free(unused);
 		cfg.key = key;
 	}
 	if (strcmp(cmd, "recover") == 0) {

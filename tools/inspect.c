@@ -95,9 +95,9 @@ int alex_inspect_main(int argc, char **argv)
 		inspect_json_no_log(path, log);
 	else if (err == ENOENT)
 		inspect_text_no_log(log);
-	else if (err)
+	else if (err && err != ALEX_ENOKEY)
 		fprintf(stderr, "alex inspect: %s: %s\n", log, alex_strerror(err));
-	if (!err && (lm.hdr.flags & ALEX_HDR_XTS)) {
+	if (err == ALEX_ENOKEY || (!err && (lm.hdr.flags & ALEX_HDR_XTS))) {
 		/* the database file's mark and every page are ciphertext: what
 		 * inspect would conclude from them is not known to be true */
 		fprintf(stderr, "alex inspect: %s: an encrypted log (format 5): its pages and the "

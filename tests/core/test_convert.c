@@ -342,14 +342,20 @@ static void every_cut(size_t npages, struct alex_xts *src, struct alex_xts *dst)
 	free(neu);
 }
 
+/* A database of five pages, and one of more than one chunk (the new file
+ * written in three). */
+static void every_cut_sizes(struct alex_xts *from, struct alex_xts *to)
+{
+	every_cut(5, from, to);
+	every_cut(2 * ALEX_CONVERT_CHUNK / PG + 3, from, to);
+}
+
 Test(convert, encrypt_every_cut, .timeout = 120)
 {
 	struct alex_key *k;
 	struct alex_xts *x = xts_for(1, &k);
 
-	every_cut(5, NULL, x);
-	/* more than one chunk: writes the new file in three */
-	every_cut(2 * ALEX_CONVERT_CHUNK / PG + 3, NULL, x);
+	every_cut_sizes(NULL, x);
 	alex_xts_free(x);
 	alex_key_free(k);
 }
@@ -359,8 +365,7 @@ Test(convert, decrypt_every_cut, .timeout = 120)
 	struct alex_key *k;
 	struct alex_xts *x = xts_for(1, &k);
 
-	every_cut(5, x, NULL);
-	every_cut(2 * ALEX_CONVERT_CHUNK / PG + 3, x, NULL);
+	every_cut_sizes(x, NULL);
 	alex_xts_free(x);
 	alex_key_free(k);
 }
@@ -370,8 +375,7 @@ Test(convert, rekey_every_cut, .timeout = 120)
 	struct alex_key *k1, *k2;
 	struct alex_xts *x1 = xts_for(1, &k1), *x2 = xts_for(2, &k2);
 
-	every_cut(5, x1, x2);
-	every_cut(2 * ALEX_CONVERT_CHUNK / PG + 3, x1, x2);
+	every_cut_sizes(x1, x2);
 	alex_xts_free(x1);
 	alex_xts_free(x2);
 	alex_key_free(k1);
