@@ -179,7 +179,15 @@ void alex_serve_close(struct pdb *db)
  * Were the 2s kept, every later open would try WAL and fail.  A write of
  * them is followed by one of 1s; a read shows 1s where a 2 was kept.
  * SQLite then finds no WAL and stays in its rollback journal mode
- * (docs/ENCRYPTION.md).  Under db->mu.
+ * (docs/ENCRYPTION.md).
+ *
+ * The connection that wrote the 2s still holds page 1 with them in its
+ * cache, and would look for its WAL at the next transaction and fail
+ * (SQLITE_READONLY).  So the header's change counter (bytes 24..27, and
+ * the copy at 92..95 that vouches for the size at 28) is stored one
+ * higher than written: at its next lock SQLite sees the database changed
+ * by someone else, drops its cache, reads the 1s and, finding no -wal,
+ * sets its journal mode back to DELETE by itself.  Under db->mu.
  */
 static void say_no_wal(const struct pdb *db)
 {
@@ -189,28 +197,42 @@ static void say_no_wal(const struct pdb *db)
 			 "(ALEX_KEY_FILE); the database keeps its rollback journal", db->path);
 }
 
+static void bump_be32(uint8_t *p)
+{
+	uint32_t v = ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]) + 1;
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
 static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int writing)
 {
-	uint8_t fix[2];
+	uint8_t fix[96];
+	size_t len = 2, from = 18;
 	int any = 0;
 
 	if (!alex_cfg.engine.key || at > 18 || at + n < 20)
 		return 0;
-	for (int i = 0; i < 2; i++) {
-		fix[i] = buf[18 + i - at];
+	for (int i = 18; i < 20; i++) {
+		fix[i] = buf[i - at];
 		if (fix[i] == 2)
 			fix[i] = 1, any = 1;
 	}
 	if (!any)
 		return 0;
 	if (!writing) {
-		memcpy(buf + 18 - at, fix, 2);
+		memcpy(buf + 18 - at, fix + 18, 2);
 		return 0;
 	}
 	say_no_wal(db);
-	int rc = alex_write(db->eng, ALEX_FILE_DB, fix, 2, 18);
+	if (at == 0 && n >= sizeof fix) { /* SQLite writes page 1 whole */
+		memcpy(fix, buf, 18);
+		memcpy(fix + 20, buf + 20, sizeof fix - 20);
+		bump_be32(fix + 24);
+		memcpy(fix + 92, fix + 24, 4);
+		len = sizeof fix, from = 0;
+	}
+	int rc = alex_write(db->eng, ALEX_FILE_DB, fix + from, len, from);
 	if (!rc && db->maps)
-		alex_mmap_wrote(db, fix, 2, 18);
+		alex_mmap_wrote(db, fix + from, len, from);
 	return rc;
 }
 

@@ -109,6 +109,22 @@ t "WAL mode declined ($(tail -1 out))" grep -q "WAL mode is not available with e
 t "... the database stays in delete mode" [ "$(ax sqlite3 e.db 'pragma journal_mode' 2>&1)" = delete ]
 t "... and usable" [ "$(ax sqlite3 e.db "insert into t(s) values('after wal'); pragma integrity_check" 2>&1)" = ok ]
 t "... no -wal file" [ ! -e e.db-wal ]
+# the connection that asked for WAL goes on writing (its cached page 1 said
+# WAL: the stored change counter makes SQLite drop it) and ends in delete
+out=$(ax sqlite3 e.db "pragma journal_mode=wal; insert into t(s) values('same connection');
+	begin; insert into t(s) values('same, in a transaction'); commit;
+	select count(*) from t where s like 'same%'; pragma journal_mode" 2>&1 | grep -v '^libalex:' | tr '\n' ' ')
+t "... the connection that asked goes on writing ($out)" [ "$out" = "wal 2 delete " ]
+out=$(ax python3 -c 'import sqlite3, sys
+a = sqlite3.connect(sys.argv[1], isolation_level=None)
+b = sqlite3.connect(sys.argv[1], isolation_level=None)
+a.execute("pragma journal_mode=wal")
+b.execute("insert into t(s) values(?)", ("py other",))
+a.execute("insert into t(s) values(?)", ("py asking",))
+print(a.execute("select count(*) from t where s like ?", ("py %",)).fetchone()[0],
+      b.execute("pragma journal_mode").fetchone()[0])' e.db 2>&1 | tail -n 1)
+t "... two Python connections, one asking for WAL ($out)" [ "$out" = "2 delete" ]
+t "... integrity_check" [ "$(ax sqlite3 e.db 'pragma integrity_check' 2>&1)" = ok ]
 
 # a writer killed with SIGKILL loses no acknowledged row
 ax sqlite3 k.db "create table t(id integer primary key, s text)"
