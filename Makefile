@@ -192,6 +192,8 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) cli tests/preload/cli.sh $(B)
 	@$(RUN_TEST) encrypt_cli tests/preload/encrypt_cli.sh $(B)
 	@$(RUN_TEST) encrypt tests/preload/encrypt.sh $(B)
+	@$(RUN_TEST) diff-xts tests/preload/with_key.sh tests/preload/diff.sh $(B)
+	@$(RUN_TEST) multiproc-xts tests/preload/with_key.sh tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
 	@$(RUN_TEST) crash-xts tests/preload/with_key.sh tests/preload/crash.sh $(B) 20
 	@$(RUN_TEST) powercut-xts tests/preload/with_key.sh tests/preload/powercut.sh $(B) 60 30
 	@$(RUN_TEST) space tests/preload/space.sh $(B)
