@@ -23,8 +23,13 @@ MANS     = $(wildcard man/*.[1-9])
 
 .PHONY: all check check-shipped check-preload crashtest-long check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
 
+# alex-bench's SQLCipher peer: the same code linked to libsqlcipher, where
+# Debian's libsqlcipher-dev is installed (tools/ensure-deps installs it)
+SQLCIPHER_H = $(wildcard /usr/include/sqlcipher/sqlite3.h)
+BENCH_CIPHER = $(if $(SQLCIPHER_H),$(B)/alex-bench-sqlcipher)
+
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/libalex-test.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
-	$(B)/alex-bench
+	$(B)/alex-bench $(BENCH_CIPHER)
 
 # every object and program records the headers it includes (-MMD -MP):
 # touching a header rebuilds exactly what includes it
@@ -34,6 +39,15 @@ BENCH_SRC = $(wildcard tools/bench/*.c)
 BENCH_OBJ = $(BENCH_SRC:tools/bench/%.c=$(B)/bench/%.o)
 $(B)/alex-bench: $(B)/bench/main.o $(BENCH_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ -lsqlite3 -lm
+
+CIPHER_OBJ = $(BENCH_OBJ:$(B)/bench/%=$(B)/bench-sqlcipher/%)
+$(B)/alex-bench-sqlcipher: $(B)/bench-sqlcipher/main.o $(CIPHER_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ -lsqlcipher -lm
+$(B)/bench-sqlcipher/main.o: tools/alex-bench.c | $(B)/bench-sqlcipher
+	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools -c $< -o $@
+$(B)/bench-sqlcipher/%.o: tools/bench/%.c | $(B)/bench-sqlcipher
+	$(CC) $(ALEX_CFLAGS) $(DEP) -I/usr/include/sqlcipher -DSQLITE_HAS_CODEC -DBENCH_SQLCIPHER=1 \
+		-Itools -c $< -o $@
 
 $(B)/bench/main.o: tools/alex-bench.c | $(B)/bench
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itools -c $< -o $@
@@ -64,7 +78,7 @@ $(B)/preload-test/%.o: preload/%.c | $(B)/preload-test
 $(B)/tests/core/%.o: tests/core/%.c | $(B)/tests/core
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itests/core -c $< -o $@
 
-$(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench:
+$(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench $(B)/bench-sqlcipher:
 	mkdir -p $@
 
 -include $(wildcard $(B)/*.d $(B)/*/*.d $(B)/tests/core/*.d)
@@ -162,6 +176,19 @@ check-bench: all $(B)/test-bench
 		$(B)/bench-check/short-summary.md
 	test "$$(grep -c '^short,.*,ok,' $(B)/bench-check/short/out/runs.csv)" = 3
 	test -s $(B)/bench-check/short/out/short-percentiles.png
+	# the encrypted modes and the SQLCipher peer (whose worker must be
+	# SQLCipher: the plain one refuses, and plain SQLite cannot read it)
+	rm -rf $(B)/bench-check/enc && mkdir -p $(B)/bench-check/enc
+	$(B)/alex-bench --ops 50 --runs 1 --no-probe --no-plots --mode alex-xts,alex-normal-xts,sqlcipher \
+		--workload insert,mixed --dir $(B)/bench-check/enc --out $(B)/bench-check/enc/out \
+		>$(B)/bench-check/enc-summary.md
+	test "$$(grep -c ',ok,' $(B)/bench-check/enc/out/runs.csv)" = 6
+	$(B)/alex-bench --worker sqlcipher insert $(B)/bench-check/enc/p.db 5 100 1 /dev/null 2>&1 | \
+		grep -q 'not linked to SQLCipher'
+	$(B)/alex-bench-sqlcipher --worker sqlcipher insert $(B)/bench-check/enc/c.db 50 100 1 /dev/null >/dev/null
+	! sqlite3 $(B)/bench-check/enc/c.db 'select count(*) from kv' 2>/dev/null
+	test "$$(sqlcipher $(B)/bench-check/enc/c.db "pragma key='alex-bench passphrase'; \
+		select count(*) from kv;" | tail -n 1)" = 50
 
 # the quick version of the paper's evaluation: every mode, insert and mixed
 bench: all
@@ -316,7 +343,7 @@ install: all
 	install -m 644 $(B)/libalex_core.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libalex.so $(DESTDIR)$(PREFIX)/lib/alex/
 	install -m 644 core/alex.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/alex $(B)/alex-run $(B)/alex-microbench $(B)/alex-bench \
+	install -m 755 $(B)/alex $(B)/alex-run $(B)/alex-microbench $(B)/alex-bench $(BENCH_CIPHER) \
 		$(DESTDIR)$(PREFIX)/bin/
 	for m in $(MANS); do s=$${m##*.}; \
 		install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \

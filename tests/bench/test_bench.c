@@ -346,10 +346,10 @@ Test(read, strace_summary_and_stats)
 
 Test(short_wl, sql_of_a_process)
 {
-	static const struct bench_mode naive = { "naive", "delete", "full", "", NULL },
-					wal_normal = { "wal-normal", "wal", "normal", "", NULL },
+	static const struct bench_mode naive = { "naive", "delete", "full", "", NULL, NULL },
+					wal_normal = { "wal-normal", "wal", "normal", "", NULL, NULL },
 					keep = { "alex-keep", "delete", "full", "",
-						 "ALEX_SYNC=full;ALEX_KEEP_LOG=1" };
+						 "ALEX_SYNC=full;ALEX_KEEP_LOG=1", NULL };
 	char buf[512];
 
 	/* SQLite's defaults: the INSERT alone, the value payload bytes long */
@@ -364,7 +364,7 @@ Test(short_wl, sql_of_a_process)
 	/* synchronous is per connection: said again in every process */
 	bench_short_sql(buf, sizeof buf, &wal_normal, 0, 2);
 	cr_expect_str_eq(buf, "pragma synchronous=normal; insert into t(v) values('1-')");
-	static const struct bench_mode tuned = { "tuned", "wal", "normal", "pragma x=1;", NULL };
+	static const struct bench_mode tuned = { "tuned", "wal", "normal", "pragma x=1;", NULL, NULL };
 	bench_short_sql(buf, sizeof buf, &tuned, 0, 2);
 	cr_expect_str_eq(buf, "pragma synchronous=normal; pragma x=1; insert into t(v) values('1-')");
 	/* 100 bytes, no quote in it */

@@ -42,6 +42,9 @@ int bench_disk_now(unsigned long long dev, struct bench_disk *d);
 struct bench_mode {
 	const char *name, *journal, *sync, *extra;
 	const char *alex; /* NULL: plain SQLite */
+	/* SQLCipher: its key pragma, run before anything else, by the worker
+	 * alex-bench-sqlcipher (this code linked to libsqlcipher) */
+	const char *cipher_key;
 };
 
 /* Runs workload (insert, mixed, leviora, large, short) on the database at
@@ -75,6 +78,8 @@ uint64_t bench_wchar(void);
  * counts (of the processes alone) are left out if /proc/diskstats has none.
  * ok: the table holds exactly procs rows and integrity_check is ok.
  */
+/* SQLCipher's key: a passphrase, so its default key derivation runs */
+#define BENCH_CIPHER_KEY "pragma key='alex-bench passphrase';"
 #define BENCH_SHORT_MAXPAYLOAD 100000 /* one argv string: at most 128 KiB */
 int bench_short(const struct bench_mode *m, const char *path, long procs, int payload,
 		const char *latfile);

@@ -13,43 +13,50 @@
 #include "options.h"
 
 static const struct bench_mode builtin[] = {
-	{ "naive", "delete", "full", "", NULL },
-	{ "wal", "wal", "full", "", NULL },
-	{ "wal-normal", "wal", "normal", "", NULL },
+	{ "naive", "delete", "full", "", NULL, NULL },
+	{ "wal", "wal", "full", "", NULL, NULL },
+	{ "wal-normal", "wal", "normal", "", NULL, NULL },
 	{ "tuned", "wal", "normal",
 	  "pragma mmap_size=536870912; pragma locking_mode=exclusive; "
-	  "pragma cache_size=-131072; pragma temp_store=memory;", NULL },
-	{ "nosync", "delete", "off", "", NULL },
-	{ "wal-nosync", "wal", "off", "", NULL },
-	{ "alex", "delete", "full", "", "ALEX_SYNC=full" },
-	{ "alex-normal", "delete", "full", "", "ALEX_SYNC=normal" },
+	  "pragma cache_size=-131072; pragma temp_store=memory;", NULL, NULL },
+	{ "nosync", "delete", "off", "", NULL, NULL },
+	{ "wal-nosync", "wal", "off", "", NULL, NULL },
+	{ "alex", "delete", "full", "", "ALEX_SYNC=full", NULL },
+	{ "alex-normal", "delete", "full", "", "ALEX_SYNC=normal", NULL },
 	/* the log kept at the last close: differs from alex only when processes
 	 * come and go, so "all" has it only with the short workload */
-	{ "alex-keep", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEEP_LOG=1" },
+	{ "alex-keep", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEEP_LOG=1", NULL },
 	/* the tracing mode's cost: naive and alex again, traced (into
 	 * bench.trace in the run's directory); only when named */
-	{ "naive-trace", "delete", "full", "", "ALEX_MODE=trace;ALEX_TRACE=bench.trace" },
-	{ "alex-trace", "delete", "full", "", "ALEX_SYNC=full;ALEX_TRACE=bench.trace" },
+	{ "naive-trace", "delete", "full", "", "ALEX_MODE=trace;ALEX_TRACE=bench.trace", NULL },
+	{ "alex-trace", "delete", "full", "", "ALEX_SYNC=full;ALEX_TRACE=bench.trace", NULL },
 	/* SQLite reading through a mapping (PRAGMA mmap_size), without and
 	 * under ALEX; WAL + NORMAL and the tuned pragmas under ALEX (WAL
 	 * mode, which ALEX passes through); only when named */
-	{ "naive-mmap", "delete", "full", "pragma mmap_size=536870912;", NULL },
-	{ "alex-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=full" },
-	{ "alex-normal-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=normal" },
-	{ "alex-wal-normal", "wal", "normal", "", "ALEX_SYNC=normal" },
+	{ "naive-mmap", "delete", "full", "pragma mmap_size=536870912;", NULL, NULL },
+	{ "alex-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=full", NULL },
+	{ "alex-normal-mmap", "delete", "full", "pragma mmap_size=536870912;", "ALEX_SYNC=normal", NULL },
+	{ "alex-wal-normal", "wal", "normal", "", "ALEX_SYNC=normal", NULL },
 	/* encrypted (AES-256-XTS, a random key per run); only when named, and
 	 * not for large or short, whose databases plain SQLite makes */
-	{ "alex-xts", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEY_FILE=bench.key" },
-	{ "alex-normal-xts", "delete", "full", "", "ALEX_SYNC=normal;ALEX_KEY_FILE=bench.key" },
+	{ "alex-xts", "delete", "full", "", "ALEX_SYNC=full;ALEX_KEY_FILE=bench.key", NULL },
+	{ "alex-normal-xts", "delete", "full", "", "ALEX_SYNC=normal;ALEX_KEY_FILE=bench.key", NULL },
+	/* the peer that needs a rebuilt SQLite: SQLCipher at its defaults (a
+	 * passphrase through PBKDF2; AES-256-CBC and an HMAC per page), in
+	 * SQLite's default mode and in WAL + NORMAL; only when named, not for
+	 * large or short, and only where alex-bench-sqlcipher was built */
+	{ "sqlcipher", "delete", "full", "", NULL, BENCH_CIPHER_KEY },
+	{ "sqlcipher-wal-normal", "wal", "normal", "", NULL, BENCH_CIPHER_KEY },
 	{ "alex-tuned", "wal", "normal",
 	  "pragma mmap_size=536870912; pragma locking_mode=exclusive; "
-	  "pragma cache_size=-131072; pragma temp_store=memory;", "ALEX_SYNC=normal" },
+	  "pragma cache_size=-131072; pragma temp_store=memory;", "ALEX_SYNC=normal", NULL },
 };
 /* the modes "all" leaves out: named ones only */
 static int named_only(const char *name)
 {
 	return strstr(name, "-trace") || strstr(name, "-mmap") || strstr(name, "-xts") ||
-	       strcmp(name, "alex-tuned") == 0 || strcmp(name, "alex-wal-normal") == 0;
+	       strncmp(name, "sqlcipher", 9) == 0 || strcmp(name, "alex-tuned") == 0 ||
+	       strcmp(name, "alex-wal-normal") == 0;
 }
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -91,6 +98,7 @@ static void usage(FILE *f)
 		   "modes: naive wal wal-normal tuned nosync wal-nosync alex alex-normal alex-keep all,\n"
 		   "       naive-trace alex-trace (traced into bench.trace; not in all),\n"
 		   "       alex-xts alex-normal-xts (encrypted, ALEX_KEY_FILE; not in all),\n"
+		   "       sqlcipher sqlcipher-wal-normal (SQLCipher's defaults; not in all),\n"
 		   "       naive-mmap alex-mmap alex-normal-mmap alex-tuned (PRAGMA mmap_size; not in all),\n"
 		   "       alex-wal-normal (wal-normal under ALEX; not in all),\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
@@ -163,7 +171,7 @@ static int parse_modes(struct bench_opts *o)
 		} else if (b) {
 			o->modes[o->nm++] = *b;
 		} else if (strncmp(t, "alex:", 5) == 0 && strchr(t, '=')) {
-			o->modes[o->nm++] = (struct bench_mode){ t, "delete", "full", "", t + 5 };
+			o->modes[o->nm++] = (struct bench_mode){ t, "delete", "full", "", t + 5, NULL };
 		} else {
 			fprintf(stderr, "alex-bench: unknown mode %s\n", t);
 			usage(stderr);
@@ -225,6 +233,25 @@ static int check_short(struct bench_opts *o)
 		fprintf(stderr, "alex-bench: short: no sqlite3 in PATH (the workload runs the sqlite3 "
 				"shell; apt-get install sqlite3)\n");
 		return 1;
+	}
+	return 0;
+}
+
+/* An encrypted mode opens only databases it made itself: large and short
+ * run on databases plain SQLite makes.  0, or -1 (reported). */
+static int check_encrypted(const struct bench_opts *o)
+{
+	for (int k = 0; k < o->nm; k++) {
+		const struct bench_mode *m = &o->modes[k];
+		if (!m->cipher_key && !(m->alex && strstr(m->alex, "ALEX_KEY_FILE=")))
+			continue;
+		for (int i = 0; i < o->nw; i++)
+			if (strcmp(o->wl[i], "large") == 0 || strcmp(o->wl[i], "short") == 0) {
+				fprintf(stderr, "alex-bench: %s: an encrypted mode runs insert, mixed "
+						"or leviora, not %s (its database is plain SQLite's)\n",
+					m->name, o->wl[i]);
+				return -1;
+			}
 	}
 	return 0;
 }
@@ -312,6 +339,8 @@ int bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 	}
 	if (parse_workloads(o) || parse_modes(o))
 		return 2;
+	if (check_encrypted(o))
+		return 2;
 	if (o->with_short && (rc = check_short(o)))
 		return rc;
 	return BENCH_OPTS_RUN;
@@ -331,7 +360,7 @@ int bench_opts_worker(int argc, char **argv)
 	const struct bench_mode *m = find_builtin(argv[BENCH_WARG_MODE]);
 	/* alex:VAR=VALUE: its settings are in the environment already; "" still
 	 * marks it an ALEX mode (short passes libalex.so on) */
-	struct bench_mode custom = { argv[BENCH_WARG_MODE], "delete", "full", "", "" };
+	struct bench_mode custom = { argv[BENCH_WARG_MODE], "delete", "full", "", "", NULL };
 	return bench_worker(m ? m : &custom, argv[BENCH_WARG_WORKLOAD], argv[BENCH_WARG_DB], ops,
 			    (int)payload, seed, argv[BENCH_WARG_LAT]);
 }

@@ -27,6 +27,7 @@
 /* This program, the alex tool beside it and libalex.so, found once. */
 static struct {
 	char exe[PATH_MAX], alex[PATH_MAX], libbuf[PATH_MAX];
+	char cipher[PATH_MAX]; /* alex-bench-sqlcipher: the SQLCipher modes' worker */
 	const char *lib;
 } self;
 
@@ -57,6 +58,13 @@ static int find_self(const struct bench_opts *o)
 	self.exe[n] = 0;
 	dirlen = (int)(strrchr(self.exe, '/') - self.exe);
 	snprintf(self.alex, sizeof self.alex, "%.*s/alex", dirlen, self.exe);
+	snprintf(self.cipher, sizeof self.cipher, "%.*s/alex-bench-sqlcipher", dirlen, self.exe);
+	for (int k = 0; k < o->nm; k++)
+		if (o->modes[k].cipher_key && access(self.cipher, X_OK) != 0) {
+			fprintf(stderr, "alex-bench: %s: %s: %s (it is built where libsqlcipher-dev "
+					"is installed)\n", o->modes[k].name, self.cipher, strerror(errno));
+			return -1;
+		}
 	self.lib = o->lib;
 	if (!self.lib) { /* next to us: the build tree; else ../lib/alex */
 		snprintf(self.libbuf, sizeof self.libbuf, "%.*s/libalex.so", dirlen, self.exe);
@@ -91,7 +99,7 @@ static int job_init(struct job *j, const struct bench_opts *o, const char *w,
 	snprintf(j->ops, sizeof j->ops, "%ld", j->is_short ? o->procs : o->ops);
 	snprintf(j->payload, sizeof j->payload, "%ld", o->payload);
 	snprintf(j->seed, sizeof j->seed, "%llu", (unsigned long long)(o->seed + (uint64_t)i));
-	j->argv[0] = self.exe;
+	j->argv[0] = m->cipher_key ? self.cipher : self.exe;
 	j->argv[BENCH_WARG_FLAG] = "--worker";
 	j->argv[BENCH_WARG_MODE] = (char *)m->name;
 	j->argv[BENCH_WARG_WORKLOAD] = (char *)w;

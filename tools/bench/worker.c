@@ -14,6 +14,10 @@
 
 #include "bench.h"
 
+#ifndef BENCH_SQLCIPHER /* set by the Makefile for alex-bench-sqlcipher */
+#define BENCH_SQLCIPHER 0
+#endif
+
 enum op { OP_INSERT, OP_SELECT, OP_UPDATE, OP_DELETE, OP_COMMIT, NOPS };
 _Static_assert(NOPS == BENCH_MAXOPS, "bench_op_names names every op");
 const char *const bench_op_names[BENCH_MAXOPS] = { "insert", "select", "update", "delete",
@@ -235,6 +239,24 @@ static int run_large(struct ctx *c, long ops)
 	return 0;
 }
 
+/* SQLCipher: the key first, as it must be, and then proof that the
+ * library is SQLCipher (plain SQLite takes PRAGMA key and ignores it, and
+ * would be measured in its place). */
+static int open_cipher(sqlite3 *db, const struct bench_mode *m)
+{
+	sqlite3_stmt *st;
+	int is = 0;
+
+	if (exec_sql(db, m->cipher_key))
+		return -1;
+	if (sqlite3_prepare_v2(db, "pragma cipher_version", -1, &st, NULL) == SQLITE_OK)
+		is = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0);
+	sqlite3_finalize(st);
+	if (!is)
+		fprintf(stderr, "alex-bench: %s: the SQLite library is not SQLCipher\n", m->name);
+	return is ? 0 : -1;
+}
+
 int bench_worker(const struct bench_mode *m, const char *workload, const char *path, long ops,
 		 int payload, uint64_t seed, const char *latfile)
 {
@@ -245,6 +267,11 @@ int bench_worker(const struct bench_mode *m, const char *workload, const char *p
 	if (strcmp(workload, "short") == 0)
 		return bench_short(m, path, ops, payload, latfile);
 
+	if (m->cipher_key && !BENCH_SQLCIPHER) {
+		fprintf(stderr, "alex-bench: %s: this worker is not linked to SQLCipher "
+				"(alex-bench-sqlcipher is)\n", m->name);
+		return 1;
+	}
 	c.val = malloc((size_t)payload);
 	c.upd = malloc((size_t)payload);
 	c.lat = fopen(latfile, "w");
@@ -252,6 +279,8 @@ int bench_worker(const struct bench_mode *m, const char *workload, const char *p
 		return 1;
 	fill_payload(c.val, payload);
 	fill_payload(c.upd, payload);
+	if (m->cipher_key && open_cipher(c.db, m))
+		return 1;
 	snprintf(sql, sizeof sql, "pragma journal_mode=%s; pragma synchronous=%s; %s %s",
 		 m->journal, m->sync, m->extra,
 		 large ? "" : lev ? "create table kv(key integer primary key, value blob, tag integer);"
