@@ -21,7 +21,7 @@ PRE_OBJ  = $(PRE_SRC:preload/%.c=$(B)/preload/%.o)
 PRE_TOBJ = $(PRE_SRC:preload/%.c=$(B)/preload-test/%.o)
 MANS     = $(wildcard man/*.[1-9])
 
-.PHONY: all check check-shipped check-preload crashtest-long check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
+.PHONY: all check check-shipped check-preload crashtest-long crashtest-long-xts check-valgrind check-asan-preload check-bench bench bench-full torture crashtest faulttest check-asan fuzz demo deps install clean
 
 # alex-bench's SQLCipher peer: the same code linked to libsqlcipher, where
 # Debian's libsqlcipher-dev is installed (tools/ensure-deps installs it)
@@ -222,6 +222,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) diff-xts tests/preload/with_key.sh tests/preload/diff.sh $(B)
 	@$(RUN_TEST) multiproc-xts tests/preload/with_key.sh tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
 	@$(RUN_TEST) crash-xts tests/preload/with_key.sh tests/preload/crash.sh $(B) 20
+	@$(RUN_TEST) crashtest-xts tests/preload/with_key.sh tests/preload/crashtest.sh $(B) quick
 	@$(RUN_TEST) powercut-xts tests/preload/with_key.sh tests/preload/powercut.sh $(B) 60 30
 	@$(RUN_TEST) space tests/preload/space.sh $(B)
 	@$(RUN_TEST) space-normal env ALEX_SYNC=normal tests/preload/space.sh $(B)
@@ -257,6 +258,10 @@ crashtest: all $(B)/tests/powercut
 # tests/preload/crashtest.sh and docs/RELIABILITY.md)
 crashtest-long: all $(B)/tests/powercut $(B)/tests/cutfs
 	tests/preload/crashtest.sh $(B) long
+
+# the same with every database encrypted (a fresh key)
+crashtest-long-xts: all $(B)/tests/powercut $(B)/tests/cutfs
+	tests/preload/with_key.sh tests/preload/crashtest.sh $(B) long
 
 # EIO and ENOSPC at every N of every class (about 8 minutes)
 faulttest: all $(B)/tests/powercut
