@@ -25,6 +25,7 @@ enum alex_xts_domain {
 	ALEX_XTS_LOG = 1,    /* a block's stored bytes in a log record */
 	ALEX_XTS_BASE = 2,   /* the database header copied into a log slot */
 	ALEX_XTS_LOGKEY = 3, /* a log's own key, derived from its uuid */
+	ALEX_XTS_TEMP = 4,   /* a unit of SQLite's temporary file (xts_file.h) */
 	ALEX_XTS_KCV = 0xff  /* the key check value */
 };
 
