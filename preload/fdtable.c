@@ -6,6 +6,7 @@
 #include "fdtable.h"
 #include "pdb.h"
 #include "serve.h"
+#include "xts_file.h"
 
 static struct ofd **tab;
 static size_t ntab;
@@ -67,6 +68,8 @@ void alex_ofd_put(struct ofd *o)
 	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		if (o->role == ROLE_WAL)
 			alex_serve_wal_closed(o->db);
+		if (o->role == ROLE_TEMP)
+			alex_xts_file_free(o->tmp);
 		alex_pdb_put(o->db);
 		free(o);
 	}

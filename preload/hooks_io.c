@@ -20,6 +20,7 @@
 #include "record.h"
 #include "serve.h"
 #include "stats.h"
+#include "temp.h"
 #include "trace.h"
 
 /* o, when it is a database the engine serves now (not in WAL mode) */
@@ -28,10 +29,12 @@ static inline int db_served(const struct ofd *o)
 	return o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
 }
 
-/* o, when its bytes are ALEX's: such a database, or an in-memory journal */
+/* o, when its bytes are ALEX's: such a database, an in-memory journal, or
+ * SQLite's temporary file under a key */
 static inline int served(const struct ofd *o)
 {
-	return o && (o->role == ROLE_JOURNAL || (o->role == ROLE_DB && !alex_pdb_direct(o->db)));
+	return o && (o->role == ROLE_JOURNAL || o->role == ROLE_TEMP ||
+		     (o->role == ROLE_DB && !alex_pdb_direct(o->db)));
 }
 
 /* the description of fd if ALEX serves its bytes, else NULL */
@@ -47,6 +50,8 @@ static ssize_t mem_io(struct ofd *o, const struct iovec *iov, int cnt, uint64_t 
 {
 	if (o->role == ROLE_JOURNAL)
 		return alex_journal_io(o->db, iov, cnt, pos, how);
+	if (o->role == ROLE_TEMP)
+		return alex_temp_io(o, iov, cnt, pos, how);
 	return alex_serve_io(o->db, iov, cnt, pos, how);
 }
 
@@ -109,7 +114,7 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 			 ssize_t (*real)(int, const void *, size_t, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (db_served(o))
+	if (db_served(o) || (o && o->role == ROLE_TEMP))
 		return db_pwrite(o, buf, n, off);
 	if (!o || o->role != ROLE_JOURNAL) {
 		ssize_t r = real(fd, buf, n, off);
@@ -244,6 +249,8 @@ static off64_t db_seek(struct ofd *o, off64_t off, int whence)
 {
 	if (o->role == ROLE_JOURNAL)
 		return alex_journal_seek(o->db, &o->pos, off, whence);
+	if (o->role == ROLE_TEMP)
+		return alex_temp_seek(o, off, whence);
 	return alex_serve_seek(o->db, &o->pos, off, whence);
 }
 
@@ -326,6 +333,8 @@ static int do_ftruncate(int fd, off64_t size, int (*real)(int, off64_t))
 		int r = alex_journal_truncate(o->db, size);
 		return size == 0 ? (int)journal_done(o, r) : r;
 	}
+	if (o && o->role == ROLE_TEMP)
+		return alex_temp_truncate(o, size);
 	int r = real(fd, size);
 	if (r == 0)
 		ALEX_REC(ALEX_TR_TRUNC, o, fd, (uint64_t)size, 0, NULL, NULL);
@@ -353,6 +362,8 @@ static int db_allocate(struct ofd *o, int mode, int64_t off, int64_t len)
 		return 0;
 	if (o->role == ROLE_JOURNAL)
 		return alex_journal_extend(o->db, (uint64_t)off + (uint64_t)len);
+	if (o->role == ROLE_TEMP)
+		return alex_temp_extend(o, (uint64_t)off + (uint64_t)len);
 	return alex_serve_extend(o->db, (uint64_t)off + (uint64_t)len);
 }
 
@@ -402,8 +413,9 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 			errno = saved;
 		return p;
 	}
-	if (o && o->role == ROLE_JOURNAL) {
-		/* an in-memory journal has no file to map */
+	if (o && (o->role == ROLE_JOURNAL || o->role == ROLE_TEMP)) {
+		/* an in-memory journal has no file to map, a temporary file
+		 * under a key none in clear */
 		ALEX_COUNT(mmaps_refused, 1);
 		errno = ENODEV;
 		return MAP_FAILED;

@@ -29,6 +29,7 @@
 #include "real.h"
 #include "record.h"
 #include "serve.h"
+#include "temp.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -250,6 +251,13 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		if (flags & O_CREAT)
 			alex_dirsync_cancel(); /* a real file appears: its dirsync counts */
 		int fd = pass(k, dirfd, path, flags, mode);
+		/* with a key, SQLite's temporary files are stored encrypted */
+		if (fd >= 0 && role == ROLE_NONE && alex_temp_is(path, flags) &&
+		    !alex_cfg.bad && !alex_vfork_child()) {
+			if (alex_fd_get(fd))
+				alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
+			return alex_temp_track(fd, path);
+		}
 		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
 			alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
 		if (fd >= 0)

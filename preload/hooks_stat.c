@@ -18,6 +18,7 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "temp.h"
 #include "trace.h"
 
 static void set_size(struct stat64 *st, struct pdb *db)
@@ -37,6 +38,8 @@ static void fix_fd(int fd, struct stat64 *st)
 		set_size(st, o->db);
 	else if (o && o->role == ROLE_JOURNAL)
 		alex_journal_fstat(o->db, st);
+	else if (o && o->role == ROLE_TEMP)
+		alex_temp_fstat(o, st);
 }
 
 /*
@@ -156,6 +159,8 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout
 				       mem ? (alex_journal_fstat(o->db, st64), 0) : (call));     \
 		if (r == 0 && o && o->role == ROLE_DB)                                           \
 			set_size(st64, o->db);                                                    \
+		if (r == 0 && o && o->role == ROLE_TEMP)                                         \
+			alex_temp_fstat(o, st64);                                                 \
 		return r;                                                                         \
 	} while (0)
 

@@ -19,7 +19,7 @@
 
 #include "alex.h"
 
-enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM, ROLE_DIR };
+enum alex_role { ROLE_NONE = 0, ROLE_DB, ROLE_JOURNAL, ROLE_WAL, ROLE_SHM, ROLE_DIR, ROLE_TEMP };
 
 /*
  * A descriptor a pdb keeps open across SQLite's opens and closes of a file
@@ -119,15 +119,20 @@ static inline int alex_dirsync_clear(struct pdb *db)
 	return 1;
 }
 
+struct alex_xts_file; /* core/xts_file.h */
+
 struct ofd {
-	struct pdb *db;
+	struct pdb *db;      /* NULL for ROLE_TEMP */
+	struct alex_xts_file *tmp; /* ROLE_TEMP: SQLite's temporary file under
+				      a key, stored encrypted (temp.c) */
 	enum alex_role role; /* ROLE_DB: served by the engine (unless direct);
 				ROLE_JOURNAL: the in-memory journal, served by
 				journal.c;
 				ROLE_WAL: SQLite's -wal, passed through and
 				counted in db->wal_ofds;
 				ROLE_DIR: the database's directory, opened
-				for a sync that is moot (dirsync.c) */
+				for a sync that is moot (dirsync.c);
+				ROLE_TEMP: see tmp */
 	uint64_t pos;        /* file offset for read/write/lseek (ROLE_DB) */
 	int append;
 	int elide;           /* SQLite's lock calls made fewer: which answer is

@@ -14,6 +14,7 @@ struct alex_pstats {
 	uint64_t dir_syncs_elided;
 	uint64_t reserved_releases;    /* SQLite releasing RESERVED: a boundary */
 	uint64_t refreshes, mmaps, mmaps_refused;
+	uint64_t temp_files;           /* SQLite's, stored encrypted (temp.c) */
 };
 
 extern struct alex_pstats alex_pstats;

@@ -395,7 +395,7 @@ static int classify(const char *path)
 	case ROLE_JOURNAL: return ALEX_TROLE_JOURNAL;
 	case ROLE_WAL: return ALEX_TROLE_WAL;
 	case ROLE_SHM: return ALEX_TROLE_SHM;
-	case ROLE_NONE: case ROLE_DIR: break; /* alex_match names no directory */
+	case ROLE_NONE: case ROLE_DIR: case ROLE_TEMP: break; /* alex_match names neither */
 	}
 	if (alex_multidb_is_super(path))
 		return ALEX_TROLE_SUPER;
