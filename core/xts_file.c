@@ -99,6 +99,16 @@ static int read_units(struct alex_xts_file *f, uint64_t u, uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The next piece of n bytes that begin skip bytes into a unit: the units
+ * it touches (*span bytes, at most the bounce buffer) and its length. */
+static size_t chunk(const struct alex_xts_file *f, uint64_t skip, size_t n, size_t *span)
+{
+	*span = (size_t)((skip + n + U - 1) / U * U);
+	if (*span > f->cap)
+		*span = f->cap;
+	return *span - skip < n ? *span - skip : n;
+}
+
 int alex_xts_file_pread(struct alex_xts_file *f, void *buf, size_t n, uint64_t off, size_t *got)
 {
 	uint8_t *out = buf;
@@ -112,10 +122,7 @@ int alex_xts_file_pread(struct alex_xts_file *f, void *buf, size_t n, uint64_t o
 	*got = n;
 	while (n && !err) {
 		uint64_t u = off / U, skip = off % U;
-		size_t span = (size_t)((skip + n + U - 1) / U * U);
-		if (span > f->cap)
-			span = f->cap;
-		size_t take = span - skip < n ? span - skip : n;
+		size_t span, take = chunk(f, skip, n, &span);
 		if (!(err = read_units(f, u, f->bounce, span)))
 			memcpy(out, f->bounce + skip, take);
 		out += take, off += take, n -= take;
@@ -132,10 +139,7 @@ int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uin
 	pthread_mutex_lock(&f->mu);
 	while (n && !err) {
 		uint64_t u = off / U, skip = off % U;
-		size_t span = (size_t)((skip + n + U - 1) / U * U);
-		if (span > f->cap)
-			span = f->cap;
-		size_t take = span - skip < n ? span - skip : n;
+		size_t span, take = chunk(f, skip, n, &span);
 		/* a unit written in part keeps the rest of what it held */
 		if (skip && (err = read_units(f, u, f->bounce, U)))
 			break;
