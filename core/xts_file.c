@@ -18,6 +18,7 @@ struct alex_xts_file {
 	struct alex_xts *x;
 	uint32_t id_lo, id_hi; /* the tweak's aux and index: 56 random bits */
 	uint64_t size;         /* logical */
+	int broken;            /* a failed write could not be undone: EIO */
 	size_t cap;            /* bounce buffer, whole units */
 	uint8_t *bounce;
 };
@@ -115,28 +116,51 @@ int alex_xts_file_pread(struct alex_xts_file *f, void *buf, size_t n, uint64_t o
 	int err = 0;
 
 	pthread_mutex_lock(&f->mu);
-	if (off >= f->size)
+	if (f->broken)
+		err = EIO, n = 0;
+	else if (off >= f->size)
 		n = 0;
 	else if (n > f->size - off)
 		n = (size_t)(f->size - off);
-	*got = n;
+	*got = 0;
 	while (n && !err) {
 		uint64_t u = off / U, skip = off % U;
 		size_t span, take = chunk(f, skip, n, &span);
-		if (!(err = read_units(f, u, f->bounce, span)))
-			memcpy(out, f->bounce + skip, take);
-		out += take, off += take, n -= take;
+		if ((err = read_units(f, u, f->bounce, span)))
+			break;
+		memcpy(out, f->bounce + skip, take);
+		out += take, off += take, n -= take, *got += take;
 	}
 	pthread_mutex_unlock(&f->mu);
 	return err;
 }
 
-int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uint64_t off)
+/* After a failed write: whatever it left past the logical size (whole
+ * units, or the last unit's tail) is taken away again, so that growing the
+ * file later shows zeros there.  If even that fails, the file answers EIO
+ * from then on. */
+static void settle(struct alex_xts_file *f)
+{
+	uint64_t u = f->size / U;
+	int err = 0;
+
+	if (f->size % U && !(err = read_units(f, u, f->bounce, U)) &&
+	    !(err = crypt_units(f, 1, u, f->bounce, U)))
+		err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, U, u * U);
+	if (err || f->io.ops->ftruncate(f->io.ctx, f->fd, (f->size + U - 1) / U * U))
+		f->broken = 1;
+}
+
+int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uint64_t off,
+			 size_t *done)
 {
 	const uint8_t *in = buf;
+	size_t did = 0;
 	int err = 0;
 
 	pthread_mutex_lock(&f->mu);
+	if (f->broken)
+		err = EIO;
 	while (n && !err) {
 		uint64_t u = off / U, skip = off % U;
 		size_t span, take = chunk(f, skip, n, &span);
@@ -149,11 +173,17 @@ int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uin
 		memcpy(f->bounce + skip, in, take);
 		if (!(err = crypt_units(f, 1, u, f->bounce, span)))
 			err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, span, u * U);
-		if (!err && off + take > f->size)
+		if (err) {
+			settle(f);
+			break;
+		}
+		if (off + take > f->size)
 			f->size = off + take;
-		in += take, off += take, n -= take;
+		in += take, off += take, n -= take, did += take;
 	}
 	pthread_mutex_unlock(&f->mu);
+	if (done)
+		*done = did;
 	return err;
 }
 
@@ -164,7 +194,9 @@ int alex_xts_file_truncate(struct alex_xts_file *f, uint64_t size)
 	int err = 0;
 
 	pthread_mutex_lock(&f->mu);
-	if (size < f->size && size % U) {
+	if (f->broken)
+		err = EIO;
+	else if (size < f->size && size % U) {
 		uint64_t u = size / U;
 		if (!(err = read_units(f, u, f->bounce, U))) {
 			memset(f->bounce + size % U, 0, U - size % U);

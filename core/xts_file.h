@@ -34,9 +34,12 @@ int alex_xts_file_new(const struct alex_io *io, int fd, const struct alex_key *k
 void alex_xts_file_free(struct alex_xts_file *f);
 
 /* pread/pwrite/ftruncate of the plaintext: 0 or an errno. *got: bytes read
- * (short only at the logical end). */
+ * (short only at the logical end).  *done (if not NULL): bytes written
+ * before an error, as the kernel's short count; nothing of a failed piece
+ * shows past the logical size afterwards. */
 int alex_xts_file_pread(struct alex_xts_file *f, void *buf, size_t n, uint64_t off, size_t *got);
-int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uint64_t off);
+int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uint64_t off,
+			 size_t *done);
 int alex_xts_file_truncate(struct alex_xts_file *f, uint64_t size);
 /* The logical size. */
 uint64_t alex_xts_file_size(struct alex_xts_file *f);

@@ -65,6 +65,7 @@ static void key_settings(void)
 	alex_cfg.engine.key = NULL;
 	alex_key_free(key);
 	key = NULL;
+	alex_cfg.key_asked = path != NULL;
 	if (!path)
 		return;
 	if (!*path) {

@@ -30,6 +30,8 @@ struct alex_pconfig {
 	char trace_path[4096]; /* absolute */
 	enum alex_msglevel loglevel;
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
+	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's
+			  temporary files are never written in clear */
 #ifdef ALEX_TESTING
 	/* the test build only (libalex-test.so): ALEX_TEST_* puts the
 	 * engine's I/O under io_test.c */

@@ -9,6 +9,10 @@
 /* init.c */
 /* Tracking is on (constructor ran, ALEX_MODE is not off). */
 int alex_active(void);
+/* A setting was bad: tracked files are refused whatever ALEX_MODE says
+ * (the message promised it; a key with ALEX_MODE=off must not mean a
+ * database written in clear). */
+int alex_refusing(void);
 /* A vfork()ed child shares our memory until it execs: it must not change
  * the tables. */
 int alex_vfork_child(void);

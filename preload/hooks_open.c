@@ -219,14 +219,37 @@ static int open_dir(const char *path, int flags)
 	return fd;
 }
 
+/* SQLite's temporary file with a key asked for: stored encrypted, or
+ * refused when the key is not usable (never in clear). */
+static int open_temp(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (alex_cfg.bad || !alex_cfg.engine.key || alex_vfork_child())
+		return fail(EINVAL);
+	int saved = errno, fd = pass(k, dirfd, path, flags, mode);
+	if (fd < 0)
+		return fd;
+	if (alex_fd_get(fd))
+		alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
+	fd = alex_temp_track(fd, dirfd, path);
+	if (fd >= 0)
+		errno = saved;
+	return fd;
+}
+
 static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, mode_t mode)
 {
 	char dbpath[PATH_MAX];
 	enum alex_role role = ROLE_NONE;
 	struct pdb *known = NULL; /* a journal's or WAL's, by alex_pdb_name */
 
+	int on = alex_active() || alex_refusing();
+	/* SQLite's temporary files are never databases, whatever ALEX_MATCH
+	 * says: with a key stored encrypted, else passed through */
+	int temp = on && path && alex_temp_name(path, flags);
+	if (temp && alex_cfg.key_asked)
+		return open_temp(k, dirfd, path, flags, mode);
 	/* a vfork()ed child takes no reference: the tables are its parent's */
-	if (alex_active() && path &&
+	if (on && path && !temp &&
 	    (alex_vfork_child() || !(role = alex_pdb_name(path, &known))))
 		role = alex_match(path, dbpath, sizeof dbpath);
 	if (role == ROLE_WAL && !alex_cfg.bad && !alex_vfork_child()) {
@@ -251,13 +274,6 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		if (flags & O_CREAT)
 			alex_dirsync_cancel(); /* a real file appears: its dirsync counts */
 		int fd = pass(k, dirfd, path, flags, mode);
-		/* with a key, SQLite's temporary files are stored encrypted */
-		if (fd >= 0 && role == ROLE_NONE && alex_temp_is(path, flags) &&
-		    !alex_cfg.bad && !alex_vfork_child()) {
-			if (alex_fd_get(fd))
-				alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
-			return alex_temp_track(fd, path);
-		}
 		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
 			alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
 		if (fd >= 0)

@@ -77,3 +77,8 @@ int alex_active(void)
 {
 	return ready && alex_cfg.mode == ALEX_MODE_ON;
 }
+
+int alex_refusing(void)
+{
+	return ready && alex_cfg.bad;
+}

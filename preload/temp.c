@@ -30,15 +30,15 @@
  * unless it was compiled otherwise */
 #define TEMP_PREFIX "etilqs_"
 
-int alex_temp_is(const char *path, int flags)
+int alex_temp_name(const char *path, int flags)
 {
-	if (!alex_cfg.engine.key || !path || (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL))
+	if ((flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL))
 		return 0;
 	const char *base = strrchr(path, '/');
 	return strncmp(base ? base + 1 : path, TEMP_PREFIX, sizeof TEMP_PREFIX - 1) == 0;
 }
 
-int alex_temp_track(int fd, const char *path)
+int alex_temp_track(int fd, int dirfd, const char *path)
 {
 	struct ofd *o = alex_ofd_new(NULL, ROLE_TEMP);
 	int err = o ? alex_xts_file_new(&alex_io_posix, fd, alex_cfg.engine.key,
@@ -53,7 +53,7 @@ int alex_temp_track(int fd, const char *path)
 		alex_xts_file_free(o->tmp);
 	free(o);
 	REAL(close)(fd);
-	REAL(unlink)(path); /* made with O_EXCL: ours, empty */
+	REAL(unlinkat)(dirfd, path, 0); /* made with O_EXCL: ours, empty */
 	alex_msg(ALEX_MSG_ERROR, "%s: SQLite's temporary file cannot be encrypted (%s); refused",
 		 path, strerror(err));
 	errno = err;
@@ -70,15 +70,13 @@ ssize_t alex_temp_io(struct ofd *o, const struct iovec *iov, int cnt, uint64_t *
 	for (int i = 0; i < cnt && !err; i++) {
 		size_t n = iov[i].iov_len, got = n;
 		if (how & ALEX_SERVE_WRITE)
-			err = alex_xts_file_pwrite(o->tmp, iov[i].iov_base, n, at);
+			err = alex_xts_file_pwrite(o->tmp, iov[i].iov_base, n, at, &got);
 		else
 			err = alex_xts_file_pread(o->tmp, iov[i].iov_base, n, at, &got);
-		if (err)
-			break;
 		at += got;
 		total += (ssize_t)got;
-		if (got < n)
-			break; /* the end of the file */
+		if (err || got < n)
+			break; /* an error after some bytes: their count, as the kernel */
 	}
 	if (err && !total) {
 		errno = err;

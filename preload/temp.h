@@ -11,12 +11,13 @@
 #include "serve.h"
 #include "state.h"
 
-/* With a key: is path, opened with flags, one of SQLite's temporary
- * files (made new, "etilqs_" its name's start)? */
-int alex_temp_is(const char *path, int flags);
-/* Tracks fd, just made for such a file, as one stored encrypted.  fd, or
- * -1 with errno (fd closed and its name removed: nothing in clear). */
-int alex_temp_track(int fd, const char *path);
+/* Is path, opened with flags, one of SQLite's temporary files (made new,
+ * "etilqs_" its name's start)? */
+int alex_temp_name(const char *path, int flags);
+/* Tracks fd, just made for such a file (path relative to dirfd), as one
+ * stored encrypted with the key.  fd, or -1 with errno (fd closed and its
+ * name removed: nothing in clear). */
+int alex_temp_track(int fd, int dirfd, const char *path);
 
 /* The calls on such a descriptor, with their kernel conventions. */
 ssize_t alex_temp_io(struct ofd *o, const struct iovec *iov, int cnt, uint64_t *pos,

@@ -61,7 +61,7 @@ static void run(uint64_t seed, size_t cap, int steps)
 			if (!n)
 				continue;
 			fill(chunk, n, &pat);
-			cr_assert_eq(alex_xts_file_pwrite(f, chunk, n, off), 0, "step %d", i);
+			cr_assert_eq(alex_xts_file_pwrite(f, chunk, n, off, NULL), 0, "step %d", i);
 			memcpy(ref + off, chunk, n);
 			if (off + n > size)
 				size = off + n;
@@ -119,9 +119,9 @@ Test(xts_file, cut_bytes_never_come_back)
 	memset(w, 'q', sizeof w);
 	cr_assert_eq(mi.ops->open(mi.ctx, "/t/a", ALEX_O_CREAT, &fd), 0);
 	cr_assert_eq(alex_xts_file_new(&mi, fd, k, 4096, &f), 0);
-	cr_assert_eq(alex_xts_file_pwrite(f, w, sizeof w, 0), 0);
+	cr_assert_eq(alex_xts_file_pwrite(f, w, sizeof w, 0, NULL), 0);
 	cr_assert_eq(alex_xts_file_truncate(f, 700), 0);
-	cr_assert_eq(alex_xts_file_pwrite(f, "z", 1, 1999), 0);
+	cr_assert_eq(alex_xts_file_pwrite(f, "z", 1, 1999, NULL), 0);
 	cr_assert_eq(alex_xts_file_pread(f, r, sizeof r, 0, &got), 0);
 	cr_assert_eq(got, 2000);
 	for (int i = 700; i < 1999; i++)
@@ -157,7 +157,7 @@ Test(xts_file, two_files_store_differently)
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(mi.ops->open(mi.ctx, i ? "/t/b" : "/t/a", ALEX_O_CREAT, &fd[i]), 0);
 		cr_assert_eq(alex_xts_file_new(&mi, fd[i], k, 4096, &f[i]), 0);
-		cr_assert_eq(alex_xts_file_pwrite(f[i], w, sizeof w, 0), 0);
+		cr_assert_eq(alex_xts_file_pwrite(f[i], w, sizeof w, 0, NULL), 0);
 		cr_assert_eq(mi.ops->pread(mi.ctx, fd[i], st[i], sizeof st[i], 0, &got), 0);
 		cr_assert_eq(got, sizeof st[i]);
 	}
@@ -165,6 +165,40 @@ Test(xts_file, two_files_store_differently)
 		cr_assert(memcmp(st[0] + u * 512, st[1] + u * 512, 512) != 0, "unit %d", u);
 	for (int i = 0; i < 2; i++)
 		alex_xts_file_free(f[i]);
+	alex_xts_free(x);
+	alex_key_free(k);
+	alex_mem_free(m);
+}
+
+/* A full disk: the write gives the bytes it did as a short count, the size
+ * says the same, and once there is room again growing the file shows
+ * zeros past them, never the failed piece. */
+Test(xts_file, a_full_disk_gives_a_short_count)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io mi = alex_mem_io(m);
+	struct alex_key *k;
+	struct alex_xts *x = xts_for(6, &k);
+	struct alex_xts_file *f;
+	static uint8_t w[1 << 20], r[1 << 20];
+	size_t done = 7, got;
+	int fd;
+
+	memset(w, 'w', sizeof w);
+	cr_assert_eq(mi.ops->open(mi.ctx, "/t/a", ALEX_O_CREAT, &fd), 0);
+	cr_assert_eq(alex_xts_file_new(&mi, fd, k, 8192, &f), 0);
+	cr_assert_eq(alex_xts_file_pwrite(f, w, 300, 0, NULL), 0);
+	alex_mem_disk(m, 200 * 1024);
+	cr_assert_eq(alex_xts_file_pwrite(f, w, sizeof w, 300, &done), ENOSPC);
+	cr_assert(done > 0 && done < sizeof w, "done %zu", done);
+	cr_assert_eq(alex_xts_file_size(f), 300 + done);
+	alex_mem_disk(m, 0);
+	cr_assert_eq(alex_xts_file_truncate(f, sizeof r), 0);
+	cr_assert_eq(alex_xts_file_pread(f, r, sizeof r, 0, &got), 0);
+	cr_assert_eq(got, sizeof r);
+	for (size_t i = 0; i < sizeof r; i++)
+		cr_assert_eq(r[i], i < 300 + done ? 'w' : 0, "byte %zu", i);
+	alex_xts_file_free(f);
 	alex_xts_free(x);
 	alex_key_free(k);
 	alex_mem_free(m);

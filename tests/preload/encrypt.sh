@@ -82,6 +82,14 @@ t "... nothing written to it" [ "$(md5sum <plain.db)" = "$before" ]
 t "... and no journal beside it" [ ! -e plain.db-journal ]
 ax env ALEX_MODE=off sqlite3 e.db "select 1" >out 2>&1
 t "a key with ALEX_MODE=off is refused ($(head -1 out))" grep -q "ALEX_KEY_FILE=.*ALEX_MODE=alex" out
+# ... and refused it is: no database made in clear (the first version
+# printed the refusal and let SQLite write off.db in clear)
+for m in off trace; do
+	ax env ALEX_MODE=$m sqlite3 off.db "create table t(s); insert into t values('$secret off')" >out 2>&1
+	rc=$?
+	t "... ALEX_MODE=$m with a key makes no database (status $rc)" [ $rc -ne 0 ] && [ ! -e off.db ]
+	rm -f off.db*
+done
 
 # a journal on disk beside an encrypted database is never written
 ax sqlite3 j.db "create table t(s); insert into t values('$secret j1')"
@@ -193,6 +201,25 @@ EOF2
 	n=$(leaks tmp.trace)
 	t "temporary files: without a key the text is written ($n writes)" [ "$n" -gt 0 ]
 	rm -f tmp.db* tmp.trace
+	# ALEX_MATCH='*' names SQLite's temporary files too: still temporary
+	# files, encrypted, never databases with logs (the first version served
+	# them as databases: "database disk image is malformed")
+	mkdir -p tmpd
+	out=$(ALEX_MATCH='*' SQLITE_TMPDIR=$tmp/tmpd ax env ALEX_STATS="$tmp/tmp.json" sqlite3 tmp.db \
+		"pragma temp_store=file; pragma cache_size=10; create table t(a);
+		insert into t select 'S' || value from generate_series(1, 100000);
+		select count(*) from (select a from t order by a desc)" 2>&1)
+	t "temporary files under ALEX_MATCH='*' ($out)" [ "$out" = 100000 ]
+	n=$(grep -o '"temp_files": [0-9]*' tmp.json | grep -o '[0-9]*$')
+	t "... encrypted ($n), nothing left in the directory ($(ls tmpd))" \
+		[ "${n:-0}" -ge 1 ] && [ -z "$(ls tmpd)" ]
+	# with a key that is refused, a temporary file is refused too
+	out=$(ax env ALEX_MODE=off sqlite3 :memory: "pragma temp_store=file; pragma cache_size=10;
+		create table t(a); insert into t select 'S' || value from generate_series(1, 100000);
+		select count(*) from (select a from t order by a desc)" 2>&1)
+	t "... refused with a refused key ($(echo "$out" | tail -n 1))" \
+		grep -q "unable to open database file" <<<"$out"
+	rm -f tmp.db*
 fi
 
 echo "encrypt: $pass passed, $fail failed"
