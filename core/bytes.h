@@ -60,6 +60,18 @@ static inline uint32_t alex_get32(const uint8_t *p)
 	return v;
 }
 
+/* SQLite's own fields (its header, its journals) are big-endian. */
+static inline uint32_t alex_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void alex_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
 /* Are all n bytes zero?  (memcmp against itself, shifted by one: fast.) */
 static inline int alex_all_zero(const void *buf, size_t n)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "log.h"
 #include "xts_file.h"
 
@@ -57,21 +58,13 @@ void alex_xts_file_free(struct alex_xts_file *f)
 	free(f);
 }
 
-static int all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
 /* n whole units at p, unit u first, in place: enc 1 to stored, 0 to plain */
 static int crypt_units(struct alex_xts_file *f, int enc, uint64_t u, uint8_t *p, size_t n)
 {
 	uint8_t t[16];
 
 	for (size_t i = 0; i < n; i += U) {
-		if (!enc && all_zero(p + i, U))
+		if (!enc && alex_all_zero(p + i, U))
 			continue; /* never written */
 		alex_xts_tweak(t, ALEX_XTS_TEMP, u + i / U, f->id_lo, f->id_hi);
 		int err = alex_xts_crypt(f->x, enc, t, p + i, p + i, U);
@@ -135,20 +128,20 @@ int alex_xts_file_pread(struct alex_xts_file *f, void *buf, size_t n, uint64_t o
 	return err;
 }
 
-/* After a failed write: whatever it left past the logical size (whole
- * units, or the last unit's tail) is taken away again, so that growing the
- * file later shows zeros there.  If even that fails, the file answers EIO
- * from then on. */
-static void settle(struct alex_xts_file *f)
+/* The unit that holds byte size - 1, stored again with zeros past size
+ * (size not a whole number of units), and the file cut after it: so that
+ * growing it later shows zeros there. */
+static int cut_at(struct alex_xts_file *f, uint64_t size)
 {
-	uint64_t u = f->size / U;
+	uint64_t u = size / U;
 	int err = 0;
 
-	if (f->size % U && !(err = read_units(f, u, f->bounce, U)) &&
-	    !(err = crypt_units(f, 1, u, f->bounce, U)))
-		err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, U, u * U);
-	if (err || f->io.ops->ftruncate(f->io.ctx, f->fd, (f->size + U - 1) / U * U))
-		f->broken = 1;
+	if (size % U && !(err = read_units(f, u, f->bounce, U))) {
+		memset(f->bounce + size % U, 0, U - size % U);
+		if (!(err = crypt_units(f, 1, u, f->bounce, U)))
+			err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, U, u * U);
+	}
+	return err ? err : f->io.ops->ftruncate(f->io.ctx, f->fd, (size + U - 1) / U * U);
 }
 
 int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uint64_t off,
@@ -174,7 +167,9 @@ int alex_xts_file_pwrite(struct alex_xts_file *f, const void *buf, size_t n, uin
 		if (!(err = crypt_units(f, 1, u, f->bounce, span)))
 			err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, span, u * U);
 		if (err) {
-			settle(f);
+			/* what the failed piece left past the size goes again;
+			 * if even that fails, the file answers EIO from now on */
+			f->broken = cut_at(f, f->size) != 0;
 			break;
 		}
 		if (off + take > f->size)
@@ -196,15 +191,9 @@ int alex_xts_file_truncate(struct alex_xts_file *f, uint64_t size)
 	pthread_mutex_lock(&f->mu);
 	if (f->broken)
 		err = EIO;
-	else if (size < f->size && size % U) {
-		uint64_t u = size / U;
-		if (!(err = read_units(f, u, f->bounce, U))) {
-			memset(f->bounce + size % U, 0, U - size % U);
-			if (!(err = crypt_units(f, 1, u, f->bounce, U)))
-				err = f->io.ops->pwrite(f->io.ctx, f->fd, f->bounce, U, u * U);
-		}
-	}
-	if (!err)
+	else if (size < f->size)
+		err = cut_at(f, size);
+	else /* growing: the tail past the old size is zeros already */
 		err = f->io.ops->ftruncate(f->io.ctx, f->fd, (size + U - 1) / U * U);
 	if (!err)
 		f->size = size;

@@ -54,21 +54,13 @@ static int is_db(const struct alex_xts_io *c, int fd)
 	return 0;
 }
 
-static int all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
 /* Unit u, len bytes at p, from stored to plain in place. */
 static int decode(struct alex_xts_io *c, uint64_t u, uint8_t *p, size_t len)
 {
 	uint8_t t[16];
 	int err;
 
-	if (all_zero(p, len))
+	if (alex_all_zero(p, len))
 		return 0; /* never written: reads as zeros, as it would in clear */
 	if (u) {
 		if (len < ALEX_XTS_MIN)

@@ -114,15 +114,15 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 			 ssize_t (*real)(int, const void *, size_t, off64_t))
 {
 	struct ofd *o = alex_fd_get(fd);
-	if (db_served(o) || (o && o->role == ROLE_TEMP))
-		return db_pwrite(o, buf, n, off);
-	if (!o || o->role != ROLE_JOURNAL) {
+	if (!served(o)) {
 		ssize_t r = real(fd, buf, n, off);
 		if (r > 0)
 			ALEX_REC(ALEX_TR_WRITE, o, fd, (uint64_t)off, (uint64_t)r, buf, NULL);
 		return r;
 	}
 	ssize_t r = db_pwrite(o, buf, n, off);
+	if (o->role != ROLE_JOURNAL)
+		return r;
 	if (off == 0 && alex_all_zero(buf, n))
 		return journal_done(o, r);
 	if (r == (ssize_t)n)

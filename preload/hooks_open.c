@@ -29,8 +29,8 @@
 #include "real.h"
 #include "record.h"
 #include "serve.h"
-#include "temp.h"
 #include "stats.h"
+#include "temp.h"
 #include "trace.h"
 
 enum open_kind { K_OPEN, K_OPEN64, K_OPEN_2, K_OPEN64_2, K_OPENAT, K_OPENAT64, K_OPENAT_2,

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "config.h"
 #include "errmap.h"
 #include "journal.h"
@@ -55,17 +56,6 @@ static const unsigned char journal_magic[8] = { 0xd9, 0xd5, 0x05, 0xf9, 0x20, 0x
 /* the reference journal: a zero first byte, then this */
 static const char ref_sig[] = "ALEX reference journal";
 #define REF_HEAD 512u
-
-static uint32_t get_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
-}
 
 /* SQLite's checksum of a super-journal name: its bytes as signed chars */
 static uint32_t name_sum(const char *s, size_t n)
@@ -101,7 +91,7 @@ static void read_super(jread_fn rd, void *from, uint64_t end, char *out, size_t 
 	out[0] = 0;
 	if (end < 16 || rd(from, t, 16, end - 16) != 16 || memcmp(t + 8, journal_magic, 8) != 0)
 		return;
-	uint32_t len = get_be32(t), sum = get_be32(t + 4);
+	uint32_t len = alex_get_be32(t), sum = alex_get_be32(t + 4);
 	if (!len || len >= cap || len > end - 16 || rd(from, out, len, end - 16 - len) != len) {
 		out[0] = 0;
 		return;
@@ -183,8 +173,8 @@ static int write_ref(struct pdb *db)
 		return ENOMEM;
 	memcpy(b + 1, ref_sig, sizeof ref_sig);
 	memcpy(b + REF_HEAD + 4, db->super, len); /* after the page number (0) */
-	put_be32(b + REF_HEAD + 4 + len, (uint32_t)len);
-	put_be32(b + REF_HEAD + 8 + len, name_sum(db->super, len));
+	alex_put_be32(b + REF_HEAD + 4 + len, (uint32_t)len);
+	alex_put_be32(b + REF_HEAD + 8 + len, name_sum(db->super, len));
 	memcpy(b + REF_HEAD + 12 + len, journal_magic, 8);
 	journal_path(db, path, sizeof path);
 	int fd = REAL(open)(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

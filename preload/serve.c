@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "config.h"
 #include "errmap.h"
 #include "flusher.h"
@@ -197,12 +198,6 @@ static void say_no_wal(const struct pdb *db)
 			 "(ALEX_KEY_FILE); the database keeps its rollback journal", db->path);
 }
 
-static void bump_be32(uint8_t *p)
-{
-	uint32_t v = ((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]) + 1;
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
 static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int writing)
 {
 	uint8_t fix[96];
@@ -226,7 +221,7 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 	if (at == 0 && n >= sizeof fix) { /* SQLite writes page 1 whole */
 		memcpy(fix, buf, 18);
 		memcpy(fix + 20, buf + 20, sizeof fix - 20);
-		bump_be32(fix + 24);
+		alex_put_be32(fix + 24, alex_get_be32(fix + 24) + 1);
 		memcpy(fix + 92, fix + 24, 4);
 		len = sizeof fix, from = 0;
 	}

@@ -295,12 +295,6 @@ out:
 	errno = saved;
 }
 
-static uint32_t be32(const void *p)
-{
-	const uint8_t *b = p;
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 /* The page a transfer holds, as far as its place and size tell. */
 static uint32_t page_of(int role, uint64_t off, uint64_t n, int64_t res, const void *buf,
 			int writing)
@@ -318,10 +312,10 @@ static uint32_t page_of(int role, uint64_t off, uint64_t n, int64_t res, const v
 	case ALEX_TROLE_WAL:
 		/* a frame header (24 bytes after the 32-byte WAL header) names
 		 * its page in its first four bytes */
-		return n == 24 && off >= 32 && have ? be32(buf) : 0;
+		return n == 24 && off >= 32 && have ? alex_get_be32(buf) : 0;
 	case ALEX_TROLE_JOURNAL:
 		/* a journal record starts with its page number */
-		return n == 4 && have ? be32(buf) : 0;
+		return n == 4 && have ? alex_get_be32(buf) : 0;
 	}
 	return 0;
 }

@@ -37,19 +37,46 @@ static void no_plaintext(const struct alex_io *mi, int fd)
 			  "plaintext stored at %zu", i);
 }
 
+/* The memory backend and a key made from seed; files made on it. */
+struct rig {
+	alex_mem *m;
+	struct alex_io mi;
+	struct alex_key *k;
+	struct alex_xts *x;
+};
+
+static void rig_open(struct rig *r, uint8_t seed)
+{
+	r->m = alex_mem_new();
+	r->mi = alex_mem_io(r->m);
+	r->x = xts_for(seed, &r->k);
+}
+
+/* A new empty file at path, encrypted; its stored descriptor in *fd. */
+static struct alex_xts_file *rig_file(struct rig *r, const char *path, size_t cap, int *fd)
+{
+	struct alex_xts_file *f;
+	cr_assert_eq(r->mi.ops->open(r->mi.ctx, path, ALEX_O_CREAT, fd), 0);
+	cr_assert_eq(alex_xts_file_new(&r->mi, *fd, r->k, cap, &f), 0);
+	return f;
+}
+
+static void rig_close(struct rig *r)
+{
+	alex_xts_free(r->x);
+	alex_key_free(r->k);
+	alex_mem_free(r->m);
+}
+
 static void run(uint64_t seed, size_t cap, int steps)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m);
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(3, &k);
-	struct alex_xts_file *f;
+	struct rig r;
 	uint64_t size = 0, s = seed, pat = seed;
 	int fd;
 
+	rig_open(&r, 3);
 	memset(ref, 0, sizeof ref);
-	cr_assert_eq(mi.ops->open(mi.ctx, "/t/etilqs_x", ALEX_O_CREAT, &fd), 0);
-	cr_assert_eq(alex_xts_file_new(&mi, fd, k, cap, &f), 0);
+	struct alex_xts_file *f = rig_file(&r, "/t/etilqs_x", cap, &fd);
 	for (int i = 0; i < steps; i++) {
 		unsigned op = rnd(&s) % 100;
 		if (op < 55) {
@@ -88,13 +115,11 @@ static void run(uint64_t seed, size_t cap, int steps)
 		}
 		cr_assert_eq(alex_xts_file_size(f), size, "step %d", i);
 		if (i % 500 == 0)
-			no_plaintext(&mi, fd);
+			no_plaintext(&r.mi, fd);
 	}
-	no_plaintext(&mi, fd);
+	no_plaintext(&r.mi, fd);
 	alex_xts_file_free(f);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	rig_close(&r);
 }
 
 Test(xts_file, random_operations_match_plain)
@@ -107,18 +132,14 @@ Test(xts_file, random_operations_match_plain)
  * zeros (they are stored so, not only hidden by the size) */
 Test(xts_file, cut_bytes_never_come_back)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m);
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(4, &k);
-	struct alex_xts_file *f;
+	struct rig rg;
 	uint8_t w[2000], r[2000];
 	size_t got;
 	int fd;
 
+	rig_open(&rg, 4);
+	struct alex_xts_file *f = rig_file(&rg, "/t/a", 4096, &fd);
 	memset(w, 'q', sizeof w);
-	cr_assert_eq(mi.ops->open(mi.ctx, "/t/a", ALEX_O_CREAT, &fd), 0);
-	cr_assert_eq(alex_xts_file_new(&mi, fd, k, 4096, &f), 0);
 	cr_assert_eq(alex_xts_file_pwrite(f, w, sizeof w, 0, NULL), 0);
 	cr_assert_eq(alex_xts_file_truncate(f, 700), 0);
 	cr_assert_eq(alex_xts_file_pwrite(f, "z", 1, 1999, NULL), 0);
@@ -135,39 +156,32 @@ Test(xts_file, cut_bytes_never_come_back)
 	for (int i = 300; i < 2000; i++)
 		cr_assert_eq(r[i], 0, "byte %d came back", i);
 	alex_xts_file_free(f);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	rig_close(&rg);
 }
 
 /* Two files, one key, the same bytes at the same place: different stored
  * bytes (each file draws its own tweaks). */
 Test(xts_file, two_files_store_differently)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m);
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(5, &k);
+	struct rig r;
 	struct alex_xts_file *f[2];
 	uint8_t w[4096], st[2][4096];
 	size_t got;
 	int fd[2];
 
+	rig_open(&r, 5);
 	memset(w, 'p', sizeof w);
 	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(mi.ops->open(mi.ctx, i ? "/t/b" : "/t/a", ALEX_O_CREAT, &fd[i]), 0);
-		cr_assert_eq(alex_xts_file_new(&mi, fd[i], k, 4096, &f[i]), 0);
+		f[i] = rig_file(&r, i ? "/t/b" : "/t/a", 4096, &fd[i]);
 		cr_assert_eq(alex_xts_file_pwrite(f[i], w, sizeof w, 0, NULL), 0);
-		cr_assert_eq(mi.ops->pread(mi.ctx, fd[i], st[i], sizeof st[i], 0, &got), 0);
+		cr_assert_eq(r.mi.ops->pread(r.mi.ctx, fd[i], st[i], sizeof st[i], 0, &got), 0);
 		cr_assert_eq(got, sizeof st[i]);
 	}
 	for (int u = 0; u < 8; u++)
 		cr_assert(memcmp(st[0] + u * 512, st[1] + u * 512, 512) != 0, "unit %d", u);
 	for (int i = 0; i < 2; i++)
 		alex_xts_file_free(f[i]);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	rig_close(&r);
 }
 
 /* A full disk: the write gives the bytes it did as a short count, the size
@@ -175,31 +189,25 @@ Test(xts_file, two_files_store_differently)
  * zeros past them, never the failed piece. */
 Test(xts_file, a_full_disk_gives_a_short_count)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io mi = alex_mem_io(m);
-	struct alex_key *k;
-	struct alex_xts *x = xts_for(6, &k);
-	struct alex_xts_file *f;
+	struct rig rg;
 	static uint8_t w[1 << 20], r[1 << 20];
 	size_t done = 7, got;
 	int fd;
 
+	rig_open(&rg, 6);
+	struct alex_xts_file *f = rig_file(&rg, "/t/a", 8192, &fd);
 	memset(w, 'w', sizeof w);
-	cr_assert_eq(mi.ops->open(mi.ctx, "/t/a", ALEX_O_CREAT, &fd), 0);
-	cr_assert_eq(alex_xts_file_new(&mi, fd, k, 8192, &f), 0);
 	cr_assert_eq(alex_xts_file_pwrite(f, w, 300, 0, NULL), 0);
-	alex_mem_disk(m, 200 * 1024);
+	alex_mem_disk(rg.m, 200 * 1024);
 	cr_assert_eq(alex_xts_file_pwrite(f, w, sizeof w, 300, &done), ENOSPC);
 	cr_assert(done > 0 && done < sizeof w, "done %zu", done);
 	cr_assert_eq(alex_xts_file_size(f), 300 + done);
-	alex_mem_disk(m, 0);
+	alex_mem_disk(rg.m, 0);
 	cr_assert_eq(alex_xts_file_truncate(f, sizeof r), 0);
 	cr_assert_eq(alex_xts_file_pread(f, r, sizeof r, 0, &got), 0);
 	cr_assert_eq(got, sizeof r);
 	for (size_t i = 0; i < sizeof r; i++)
 		cr_assert_eq(r[i], i < 300 + done ? 'w' : 0, "byte %zu", i);
 	alex_xts_file_free(f);
-	alex_xts_free(x);
-	alex_key_free(k);
-	alex_mem_free(m);
+	rig_close(&rg);
 }
