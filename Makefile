@@ -9,6 +9,10 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 B       ?= build
 LZ4     ?= -llz4
+# the interposer carries its own copy: one library fewer for the loader to
+# map into every process it is preloaded into (BENCHMARKS.md: ~50 us of a
+# short process), and its LZ4 names stay hidden from the host's
+PRE_LZ4 ?= -l:liblz4.a
 
 # io_test*.c (power cuts, faults and the call recorder over the real files)
 # go only into the test build of the interposer, libalex-test.so
@@ -86,13 +90,13 @@ $(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench $
 # the interposer: core linked in, only the hooked libc names exported
 $(B)/libalex.so: $(PRE_OBJ) $(B)/libalex_core.a preload/libalex.map
 	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
-		$(PRE_OBJ) $(B)/libalex_core.a $(LZ4) -ldl -lpthread
+		$(PRE_OBJ) $(B)/libalex_core.a $(PRE_LZ4) -ldl -lpthread
 
 # the same with the test switches (ALEX_TEST_*): only the reliability
 # campaigns load it; it is never installed
 $(B)/libalex-test.so: $(PRE_TOBJ) $(TESTIO_OBJ) $(B)/libalex_core.a preload/libalex.map
 	$(CC) -shared -Wl,--version-script=preload/libalex.map -Wl,-z,now -o $@ \
-		$(PRE_TOBJ) $(TESTIO_OBJ) $(B)/libalex_core.a $(LZ4) -ldl -lpthread
+		$(PRE_TOBJ) $(TESTIO_OBJ) $(B)/libalex_core.a $(PRE_LZ4) -ldl -lpthread
 
 # the shipped library holds no test switch: no power cut, no fault injector
 check-shipped: $(B)/libalex.so $(B)/libalex-test.so
