@@ -8,7 +8,9 @@
 # a cut before the K-th write, sync or truncation, cutfs rebuilds what a
 # disk could hold: every unsynced change lost, kept, the newest torn at a
 # sector, or any subset of them kept, each whole or sector by sector
-# (MODEL, SEED).  Each rebuilt directory is judged twice:
+# (MODEL, SEED); in the short and keep phases also with the directory's
+# name changes since its last sync lost (MODEL+dirs: the log's making,
+# renaming and removal).  Each rebuilt directory is judged twice:
 #   under ALEX   integrity_check ok; the state after some committed
 #                transaction, no acknowledged one missing (FULL; NORMAL: none
 #                older than the sync window), contents equal to what plain
@@ -145,6 +147,11 @@ judge() {
 		esac
 	elif [ -z "$why" ]; then
 		local a b
+		# what ALEX opened, alex inspect must not call another's
+		if [ -e "$c/alex2/db.db-alex" ] &&
+			"$B/alex" inspect "$c/alex2/db.db" 2>&1 | grep -q "not this database file's"; then
+			why="alex inspect calls the log foreign, ALEX opened it"
+		fi
 		a=$(LD_PRELOAD=$B/libalex.so "$PC" digest "$c/alex2/db.db" 2>/dev/null)
 		b=$(env -u LD_PRELOAD "$PC" digest "$c/plain/db.db" 2>/dev/null)
 		case $b in
@@ -177,6 +184,12 @@ cuts() {
 			if [ "$profile" = long ] || [ "$p" = first ] || [ "$p" = short ] || [ "$p" = keep ]; then
 				echo "$p $k subset $((k * 7 + 1))"
 				echo "$p $k subset $((k * 13 + 2))"
+			fi
+			# the directory's name changes since its last sync lost
+			# too: where ALEX makes every name (the log's, in a
+			# directory plain SQLite filled)
+			if [ "$p" = short ] || [ "$p" = keep ]; then
+				for m in lose keep subset; do echo "$p $k $m+dirs $((k * 5 + 3))"; done
 			fi
 		done
 	else

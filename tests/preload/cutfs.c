@@ -5,7 +5,7 @@
  * power failed at a chosen point.
  *
  *   cutfs count TRACE        the number of mutating records (WRITE, TRUNC,
- *                            SYNC), then the number of all records
+ *                            SYNC, DIRSYNC), then the number of all records
  *   cutfs cut TRACE STARTDIR OUTDIR K MODEL SEED
  *                            the files as after a power cut just before the
  *                            Kth mutating record (K = count + 1: after all)
@@ -28,7 +28,13 @@
  * Sectors are the pieces of a write split at file offsets that are
  * multiples of 512.  A write kept in part extends the file to its end only
  * if some sector of it was kept; what no kept sector covers then reads as
- * zeros.  Directory changes (NAME, RENAME, UNLINK) are durable at once.
+ * zeros.  Directory changes (NAME of a new file, RENAME, UNLINK) are
+ * durable at once -- with MODEL+dirs, only up to the directory's last sync
+ * (DIRSYNC): every name then refers to what it referred to at that sync,
+ * as a file system that loses its last metadata transactions leaves it,
+ * and the files keep whatever content MODEL gives them.  (Only ALEX's
+ * directory syncs are recorded: SQLite's own files are then named as at
+ * ALEX's last one, so +dirs suits workloads where ALEX makes every name.)
  * A WRITEOUT (sync_file_range) makes the file's writes inside its pages
  * durable at the next SYNC of any file, as a device's cache flush does.
  *
@@ -171,10 +177,13 @@ static const char *kind_name(uint32_t kind)
 	return kind < sizeof names / sizeof *names ? names[kind] : "?";
 }
 
-/* The records the cut points are counted among: those that change data. */
+/* The records the cut points are counted among: those that change data,
+ * and the directory's syncs (a cut just before one is where +dirs loses
+ * most). */
 static bool is_mutating(uint32_t kind)
 {
-	return kind == ALEX_TR_WRITE || kind == ALEX_TR_TRUNC || kind == ALEX_TR_SYNC;
+	return kind == ALEX_TR_WRITE || kind == ALEX_TR_TRUNC || kind == ALEX_TR_SYNC ||
+	       kind == ALEX_TR_DIRSYNC;
 }
 
 static void trace_open(struct trace *t, const char *path)
@@ -428,13 +437,17 @@ struct inode {
 
 enum binding { B_NONE, B_START, B_INODE };
 
-/* A name, and what it refers to. */
+/* A name, and what it refers to -- now, and as of the directory's last
+ * sync (what a cut with +dirs keeps). */
 struct name {
 	char *name;
 	enum binding what;
 	struct inode *inode; /* B_INODE */
 	char *start;         /* B_START: that file of the starting directory,
 				not yet opened (a rename may have moved it) */
+	enum binding dwhat;  /* the same, durable */
+	struct inode *dinode;
+	char *dstart;
 };
 
 struct fs {
@@ -573,10 +586,8 @@ static void inode_load(struct inode *in, int dir_fd, const char *src)
 /* The name refers to nothing now; a file it was the last name of is gone. */
 static void unbind(struct name *n)
 {
-	if (n->what == B_INODE && --n->inode->nlink == 0) {
-		n->inode->dead = true;
-		buf_free(&n->inode->durable); /* no name can reach it again */
-	}
+	if (n->what == B_INODE && --n->inode->nlink == 0)
+		n->inode->dead = true; /* its content stays: a lost unlink (+dirs) */
 	free(n->start);
 	n->start = NULL;
 	n->inode = NULL;
@@ -602,10 +613,29 @@ static void fs_name(struct fs *fs, uint64_t ino, const char *path)
 		in = NULL; /* the number was freed and reused: a new file */
 	if (!in) {
 		in = inode_new(fs, ino);
-		if (n->what == B_START)
+		if (n->what == B_START) {
 			inode_load(in, fs->start_fd, n->start);
+			/* an open, not a name change: the durable name is this
+			 * file too, if it was the same starting file */
+			if (n->dwhat == B_START && strcmp(n->dstart, n->start) == 0) {
+				n->dwhat = B_INODE;
+				n->dinode = in;
+			}
+		}
 	}
 	bind(n, in);
+}
+
+/* DIRSYNC: every name as it is now becomes durable. */
+static void fs_dirsync(struct fs *fs)
+{
+	for (size_t i = 0; i < fs->nnames; i++) {
+		struct name *n = fs->names[i];
+		free(n->dstart);
+		n->dstart = n->start ? xstrdup(n->start) : NULL;
+		n->dwhat = n->what;
+		n->dinode = n->inode;
+	}
 }
 
 /* RENAME: to refers to what from did, and from to nothing. */
@@ -654,7 +684,10 @@ static void fs_apply(struct fs *fs, const struct rec *r)
 	case ALEX_TR_UNLINK:
 		unbind(name_get(fs, r->name));
 		break;
-	default: /* ACK: collected by the caller; DIRSYNC: durable already */
+	case ALEX_TR_DIRSYNC:
+		fs_dirsync(fs);
+		break;
+	default: /* ACK: collected by the caller */
 		break;
 	}
 }
@@ -673,8 +706,9 @@ static void fs_init(struct fs *fs, const char *startdir)
 		    !S_ISREG(st.st_mode))
 			continue;
 		struct name *n = name_get(fs, e->d_name);
-		n->what = B_START;
+		n->what = n->dwhat = B_START;
 		n->start = xstrdup(e->d_name);
+		n->dstart = xstrdup(e->d_name);
 	}
 	closedir(d);
 }
@@ -696,6 +730,7 @@ static void fs_free(struct fs *fs)
 	for (size_t i = 0; i < fs->nnames; i++) {
 		free(fs->names[i]->name);
 		free(fs->names[i]->start);
+		free(fs->names[i]->dstart);
 		free(fs->names[i]);
 	}
 	free(fs->inodes);
@@ -852,17 +887,19 @@ static void copy_start_file(int start_fd, const char *src, int dir_fd, const cha
 	close(in);
 }
 
-/* Writes out every file a name refers to, but shared memory. */
-static void fs_write_out(struct fs *fs, int dir_fd)
+/* Writes out every file a name refers to (as of the directory's last
+ * sync: dirs), but shared memory. */
+static void fs_write_out(struct fs *fs, int dir_fd, bool dirs)
 {
 	for (size_t i = 0; i < fs->nnames; i++) {
 		const struct name *n = fs->names[i];
+		enum binding what = dirs ? n->dwhat : n->what;
 		if (ends_with(n->name, "-shm"))
 			continue;
-		if (n->what == B_INODE)
-			write_file(dir_fd, n->name, &n->inode->durable);
-		else if (n->what == B_START)
-			copy_start_file(fs->start_fd, n->start, dir_fd, n->name);
+		if (what == B_INODE)
+			write_file(dir_fd, n->name, &(dirs ? n->dinode : n->inode)->durable);
+		else if (what == B_START)
+			copy_start_file(fs->start_fd, dirs ? n->dstart : n->start, dir_fd, n->name);
 	}
 }
 
@@ -948,11 +985,17 @@ static bool cut_visit(void *ctx, const struct rec *r)
 	return true;
 }
 
-static bool parse_model(const char *s, enum model *m)
+/* MODEL, or MODEL+dirs: name changes since the directory's last sync
+ * lost too (a file system may lose its last metadata transactions) */
+static bool parse_model(const char *s, enum model *m, bool *dirs)
 {
 	static const char *const names[] = { "lose", "keep", "tear", "subset" };
+	size_t n = strlen(s);
+	*dirs = ends_with(s, "+dirs");
+	if (*dirs)
+		n -= 5;
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (strcmp(s, names[i]) == 0) {
+		if (strlen(names[i]) == n && strncmp(s, names[i], n) == 0) {
 			*m = (enum model)i;
 			return true;
 		}
@@ -1000,9 +1043,12 @@ static int cmd_cut(char **argv)
 	struct cutter c = { 0 };
 	struct trace t;
 	struct fs fs;
+	bool dirs;
 
-	if (!parse_u64(argv[3], &k) || !parse_model(argv[4], &c.model) || !parse_u64(argv[5], &seed))
-		die(EXIT_USAGE, "usage: cutfs cut TRACE STARTDIR OUTDIR K lose|keep|tear|subset SEED");
+	if (!parse_u64(argv[3], &k) || !parse_model(argv[4], &c.model, &dirs) ||
+	    !parse_u64(argv[5], &seed))
+		die(EXIT_USAGE,
+		    "usage: cutfs cut TRACE STARTDIR OUTDIR K lose|keep|tear|subset[+dirs] SEED");
 	trace_open(&t, path);
 	count_records(&t, false, n); /* the whole trace is checked, whatever K */
 	if (k < 1 || k > n[0] + 1)
@@ -1019,9 +1065,9 @@ static int cmd_cut(char **argv)
 	if (c.model == M_TEAR)
 		cutter_pick_torn(&c, &fs, seed);
 	for (size_t i = 0; i < fs.ninodes; i++) /* SUBSET draws in this order */
-		if (fs.inodes[i]->nlink)
+		if (fs.inodes[i]->nlink || dirs)
 			cutter_settle(&c, fs.inodes[i]);
-	fs_write_out(&fs, out_fd);
+	fs_write_out(&fs, out_fd, dirs);
 
 	close(out_fd);
 	free(run.acks);
@@ -1033,7 +1079,7 @@ static int cmd_cut(char **argv)
 static void usage(void)
 {
 	fprintf(stderr, "usage: cutfs count TRACE\n"
-			"       cutfs cut TRACE STARTDIR OUTDIR K lose|keep|tear|subset SEED\n"
+			"       cutfs cut TRACE STARTDIR OUTDIR K lose|keep|tear|subset[+dirs] SEED\n"
 			"       cutfs dump TRACE\n");
 	exit(EXIT_USAGE);
 }
