@@ -294,12 +294,6 @@ int alex_sync_start(alex_db *db)
 
 	if (db->failed || !db->unsynced_commit || db->bg.on || db->log_fd < 0 || !sync_soon(db, now))
 		return 0;
-	/* a FULL maker of the log died before it synced the log's name: not
-	 * for the syncing thread, which must not touch the mapping */
-	if (alex_log_sync_name(db)) {
-		db->failed = 1;
-		return 0;
-	}
 	db->bg.on = 1;
 	db->bg.parked = 0;
 	db->bg.fd = db->log_fd;

@@ -66,8 +66,6 @@ struct alex_db {
 	int epoch_started;    /* the base carries this epoch's fence (or the
 				 base is not protected): records may follow */
 	int log_stub;         /* the file at the log's path holds nothing */
-	int name_unsynced;    /* this engine made the log and has not yet
-				 synced its directory (alex_log_sync does) */
 	int log_virgin;       /* this engine made the log: until its first
 				 checkpoint no record of an older epoch lies
 				 where a new one goes (protect.c: riding) */

@@ -22,7 +22,6 @@
 #include "codec.h"
 #include "crc32c.h"
 #include "inspect_map_impl.h"
-#include "protect.h"
 
 /* p (an array of *cap elements of size) with room for need: the new
  * array, or NULL with p untouched. */
@@ -339,55 +338,8 @@ static int adopt(struct rd *r, struct alex_logmap *lm)
 	return alex_lm_adopt(r, lm, end);
 }
 
-/*
- * A foreign-looking epoch whose every committed block the database file
- * holds already: a removed log a power cut brought back, which recovery
- * takes as checkpointed (recover.c: superseded).  Blocks of the database
- * file only, read as stored: an encrypted pair, or blocks of the journal's
- * or WAL's files, stay foreign here.
- */
-static int superseded(struct rd *r, const struct alex_logmap *lm, const char *db_path)
-{
-	uint8_t a[ALEX_BLOCK], b[ALEX_BLOCK];
-	int fd, same = 1;
-
-	for (int f = 0; f < ALEX_NFILES; f++) {
-		uint64_t base = lm->base_size[f] == UINT64_MAX ? 0 : lm->base_size[f];
-		if (f == ALEX_FILE_DB && (lm->mark.kind == ALEX_MARK_PLACEHOLDER ||
-					  lm->mark.kind == ALEX_MARK_TORN))
-			base = 0;
-		if (lm->size[f] != base)
-			return 0;
-	}
-	if ((fd = open_ro(db_path)) < 0)
-		return 0;
-	for (size_t i = 0; i < lm->nblk && same; i++) {
-		const struct alex_lm_ent *e = &lm->blk[i];
-		const struct alex_loc *l = &e->loc;
-		unsigned f = alex_key_file(e->key);
-		uint64_t off = alex_key_block(e->key) << ALEX_BLOCK_SHIFT;
-		size_t want, got;
-
-		if (off >= lm->size[f])
-			continue;
-		want = lm->size[f] - off < ALEX_BLOCK ? (size_t)(lm->size[f] - off) : ALEX_BLOCK;
-		same = f == ALEX_FILE_DB && l->len <= ALEX_BLOCK &&
-		       !read_at(r->fd, r->buf, l->len, l->off, &got) && got == l->len &&
-		       alex_crc32c(0, r->buf, l->len) == l->crc &&
-		       !alex_codec_unpack(r->buf, l->len, l->flags, a) &&
-		       !read_at(fd, b, want, off, &got) && got == want;
-		if (same && off == 0) {
-			alex_protect_unmask(a, want);
-			alex_protect_unmask(b, want);
-		}
-		same = same && memcmp(a, b, want) == 0;
-	}
-	close_fd(fd);
-	return same;
-}
-
 static int read_once(const char *db_path, const char *log_path, struct alex_logmap *lm,
-		     struct stat *st, int over)
+		     struct stat *st)
 {
 	struct rd r = { .fd = open_ro(log_path) };
 	struct alex_db *db = calloc(1, sizeof *db);
@@ -408,15 +360,8 @@ static int read_once(const char *db_path, const char *log_path, struct alex_logm
 	    lm->cur < 0 || (err = adopt(&r, lm)))
 		goto out;
 	lm->epoch_state = alex_lm_epoch_state(lm, db);
-	if (over && lm->epoch_state == ALEX_EPOCH_FOREIGN)
-		lm->epoch_state = ALEX_EPOCH_APPLIED;
-	if ((err = walk(&r, lm, &next_lsn)) || (err = build_map(lm)))
-		goto out;
-	if (lm->epoch_state == ALEX_EPOCH_FOREIGN && superseded(&r, lm, db_path)) {
-		err = ALEX_EADOPT; /* read again as checkpointed */
-		goto out;
-	}
-	if ((err = scan_tail(&r, lm, next_lsn)))
+	if ((err = walk(&r, lm, &next_lsn)) || (err = build_map(lm)) ||
+	    (err = scan_tail(&r, lm, next_lsn)))
 		goto out;
 	read_page1(&r, lm);
 out:
@@ -445,11 +390,7 @@ int alex_logmap_read(const char *db_path, struct alex_logmap *lm)
 		return ALEX_ENOMEM;
 	snprintf(log, n, "%s-alex", db_path);
 	for (int tries = 0;; tries++) {
-		err = read_once(db_path, log, lm, &before, 0);
-		if (err == ALEX_EADOPT) {
-			alex_logmap_free(lm);
-			err = read_once(db_path, log, lm, &before, 1);
-		}
+		err = read_once(db_path, log, lm, &before);
 		int same = !err && !stat(log, &after) && same_file(&before, &after);
 		lm->changed = !err && !same;
 		/* changed while read, or damage that may be an append in

@@ -6,9 +6,8 @@
  * Why the order of operations is crash-safe:
  *  - The log is made only when the first record is about to be written,
  *    under a name of its own, given the database's mode (and owner, as
- *    root), and renamed into place; the directory is synced before a
- *    commit in it is acknowledged (create_log says when).  Its header is
- *    not synced before the rename: until a record's fdatasync
+ *    root), and renamed into place; the directory is synced then.  Its
+ *    header is not synced before the rename: until a record's fdatasync
  *    (which covers the header too) nothing in it was acknowledged, and a log
  *    whose only header slot is unreadable holds nothing (alex_log_open).
  *  - A record is one pwrite into space written (with zeros) earlier, so the
@@ -183,19 +182,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		goto out;
 	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
 		goto out;
-	/* The name must be durable before a commit in it is acknowledged,
-	 * not before the commit's own sync.  In FULL mode the directory is
-	 * synced right after the first record's fdatasync (alex_log_sync),
-	 * which on ext4, XFS and btrfs has made a new file's name durable
-	 * already: the directory's sync then finds nothing left to write.
-	 * A power cut between the two may leave the base with this log's
-	 * fence and the directory with no log (a stale mark: protect.c) or
-	 * with the log the last close removed (recover.c: superseded);
-	 * nothing of this one was acknowledged.  NORMAL mode syncs the log
-	 * later, maybe in another process: its name is synced now. */
-	if (db->cfg.sync == ALEX_SYNC_FULL)
-		db->name_unsynced = 1;
-	else if ((err = o->sync_dir(db->io.ctx, db->log_path)))
+	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
 		goto out;
 	db->log_fd = fd;
 	db->log_pid = (int)getpid();
@@ -209,11 +196,6 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	if (!(err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
 										 : ALEX_SHARED, 1)))
 		(void)alex_shm_attach(db);
-	/* Another engine reaches the log before that sync only if this one
-	 * dies in between (SQLite's lock is ours until the commit returns):
-	 * it then syncs the name at its own next sync of the log. */
-	if (!err && db->name_unsynced && db->shm)
-		__atomic_store_n(&db->shm->name_unsynced, 1, __ATOMIC_SEQ_CST);
 out:
 	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
@@ -345,7 +327,6 @@ int alex_log_open(struct alex_db *db)
 void alex_log_drop(struct alex_db *db)
 {
 	alex_shm_detach(db);
-	db->name_unsynced = 0; /* of the log it drops */
 	/* a sync outside the lock may still run on it: closed when it ends */
 	if (db->log_fd >= 0 && db->bg.on && db->bg.fd == db->log_fd)
 		db->bg.parked = 1;
@@ -481,22 +462,7 @@ int alex_log_sync(struct alex_db *db)
 	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
-	return err ? err : alex_log_sync_name(db);
-}
-
-int alex_log_sync_name(struct alex_db *db)
-{
-	int err;
-
-	if (!db->name_unsynced &&
-	    !(db->shm && __atomic_load_n(&db->shm->name_unsynced, __ATOMIC_SEQ_CST)))
-		return 0;
-	if ((err = db->io.ops->sync_dir(db->io.ctx, db->log_path)))
-		return err;
-	db->name_unsynced = 0;
-	if (db->shm)
-		__atomic_store_n(&db->shm->name_unsynced, 0, __ATOMIC_SEQ_CST);
-	return 0;
+	return err;
 }
 
 int alex_log_rewrite_header(struct alex_db *db)

@@ -28,9 +28,6 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr);
 int alex_log_write_header(struct alex_db *db);
 int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off);
 int alex_log_sync(struct alex_db *db);
-/* Syncs the log's directory if the log's name may not be durable yet
- * (create_log); alex_log_sync does it after the log's own sync. */
-int alex_log_sync_name(struct alex_db *db);
 /* Grows the log so that a record of this many blocks fits after the end:
  * a full disk then surfaces as SQLite writes a page (SQLITE_FULL), not
  * later when it syncs. */

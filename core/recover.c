@@ -387,88 +387,6 @@ static int unused_epoch(alex_db *db, int *unused)
 	return 0;
 }
 
-/* Does the base hold block key as the epoch's map has it?  Page 1 is
- * compared under neither mark, the base's or one the log may hold. */
-static int block_in_base(alex_db *db, uint64_t key, const struct alex_loc *loc, uint8_t *a,
-			 uint8_t *b, int *same)
-{
-	unsigned f = alex_key_file(key);
-	uint64_t off = alex_key_block(key) << ALEX_BLOCK_SHIFT;
-	size_t got = 0, want;
-	int err;
-
-	*same = 0;
-	if (off >= db->csize[f])
-		return 0; /* past the end it gives the file: never read */
-	if (db->base_fd[f] < 0)
-		return 0;
-	want = db->csize[f] - off < ALEX_BLOCK ? (size_t)(db->csize[f] - off) : ALEX_BLOCK;
-	if ((err = alex_log_read_block(db, loc, a)) ||
-	    (err = db->io.ops->pread(db->io.ctx, db->base_fd[f], b, want, off, &got)))
-		return err;
-	if (got != want)
-		return 0;
-	if (f == ALEX_FILE_DB && off == 0) {
-		alex_protect_unmask(a, want);
-		alex_protect_unmask(b, want);
-	}
-	*same = memcmp(a, b, want) == 0;
-	return 0;
-}
-
-/*
- * A fenced epoch over a base that carries another log's fence is foreign
- * -- unless nothing the epoch committed differs from the base: then it is
- * a predecessor whose removal a power cut undid.  Its last close
- * checkpointed it (every block into the base, synced) and unlinked it;
- * the next log's first commit made its own fence durable with its record's
- * sync, and the directory's sync that makes both name changes durable
- * came after (log.c: create_log).  Reading such a log or not gives the same
- * database, so it is taken for what it is, an epoch that is over.  The
- * scan's effects are undone either way; *yes says which.
- */
-static int superseded(alex_db *db, int *yes)
-{
-	uint64_t size[ALEX_NFILES], limit[ALEX_NFILES], trunc[ALEX_NFILES];
-	uint64_t commits = 0, stop, uncommitted;
-	struct alex_stats st = db->st;
-	int foreign_tail = db->log_foreign;
-	enum alex_stop why;
-	uint8_t *a = malloc(2 * ALEX_BLOCK);
-	int err, same = 1;
-
-	*yes = 0;
-	if (!a)
-		return ALEX_ENOMEM;
-	memcpy(size, db->csize, sizeof size);
-	memcpy(limit, db->climit, sizeof limit);
-	memcpy(trunc, db->trunc, sizeof trunc);
-	err = scan(db, 0, &commits, &stop, &why, &uncommitted);
-	for (int f = 0; f < ALEX_NFILES && !err; f++)
-		same &= db->csize[f] == size[f];
-	same &= !db->doubt;
-	for (size_t i = 0; i < db->map.cap && !err && same; i++)
-		if (db->map.keys[i])
-			err = block_in_base(db, db->map.keys[i], &db->map.vals[i], a,
-					    a + ALEX_BLOCK, &same);
-	*yes = !err && same;
-	free(a);
-	alex_map_clear(&db->map);
-	free(db->doubt);
-	db->doubt = NULL;
-	memcpy(db->csize, size, sizeof size);
-	memcpy(db->climit, limit, sizeof limit);
-	memcpy(db->trunc, trunc, sizeof trunc);
-	db->st = st;
-	db->epoch_commits = 0;
-	db->log_foreign = foreign_tail;
-	db->txn = 1;
-	db->next_lsn = db->hdr.start_lsn;
-	db->prev_crc = db->hdr.salt;
-	db->append_off = alex_data_off(db);
-	return err;
-}
-
 int alex_recover(alex_db *db)
 {
 	uint64_t uncommitted = 0;
@@ -492,15 +410,9 @@ int alex_recover(alex_db *db)
 	db->append_off = alex_data_off(db);
 	/* A base fenced by another log: the log beside it is not the one that
 	 * holds its newest pages (copied from elsewhere, or put in place of
-	 * its own).  Nothing can be replayed, and nothing may be overwritten
-	 * -- unless the base holds all of it already (superseded). */
-	int over = 0;
-	if (alex_protect_foreign(db, NULL)) {
-		if ((err = superseded(db, &over)))
-			return err;
-		if (!over)
-			return ALEX_EFOREIGN;
-	}
+	 * its own).  Nothing can be replayed, and nothing may be overwritten. */
+	if (alex_protect_foreign(db, NULL))
+		return ALEX_EFOREIGN;
 	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
 		if ((err = unused_epoch(db, &unused)))
 			return err;

@@ -55,7 +55,6 @@ static int init(void *p, void *arg, int may_change)
 	memset(s->magic, 0, sizeof s->magic);
 	__atomic_store_n(&s->gen, random64(), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->busy, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&s->name_unsynced, 0, __ATOMIC_SEQ_CST);
 	memcpy(s->uuid, db->hdr.uuid, 16);
 	s->version = ALEX_SHM_VERSION;
 	s->size = ALEX_SHM_SIZE;

@@ -22,11 +22,6 @@ struct alex_shm {
 	uint8_t uuid[16]; /* the log it counts the changes of */
 	uint64_t gen;     /* +1 after every change an engine made to the log */
 	uint64_t busy;    /* engines inside a change */
-	uint32_t name_unsynced; /* the log's name may not be durable yet
-				   (its maker syncs it after its first
-				   record's sync, or dies first): the next
-				   engine to sync the log syncs its directory
-				   too (log.c: create_log) */
 };
 
 /* Maps the counter of the log now open (a format-3 log: its every writer
