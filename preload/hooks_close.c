@@ -42,6 +42,8 @@ int alex_close_hook(int fd)
 	struct alex_kept *k = alex_ofd_kept(o);
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
+	if (kept)
+		alex_fd_park(fd);
 
 	if (o)
 		alex_ofd_put(o); /* the last one closes the engine, checkpointing */
@@ -126,7 +128,7 @@ static void forget_range(unsigned first, unsigned last)
 	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
 		if (tracing && alex_trace_fd((int)fd))
 			alex_trace_closed((int)fd);
-		struct ofd *o = alex_fd_get((int)fd) ? alex_fd_take((int)fd) : NULL;
+		struct ofd *o = alex_fd_drop((int)fd); /* a parked number too */
 		if (o && o->role == ROLE_DB)
 			locks_gone(o->db);
 		if (o)
@@ -139,7 +141,7 @@ ALEX_EXPORT int fclose(FILE *fp)
 {
 	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
 	int r = REAL(fclose)(fp);
-	if (fd >= 0 && (alex_fd_get(fd) || alex_trace_fd(fd)) && !alex_vfork_child())
+	if (fd >= 0 && !alex_vfork_child())
 		forget_range((unsigned)fd, (unsigned)fd);
 	return r;
 }
@@ -154,7 +156,7 @@ ALEX_EXPORT int closedir(DIR *d)
 {
 	int fd = dir_fd(d);
 	int r = REAL(closedir)(d);
-	if (fd >= 0 && (alex_fd_get(fd) || alex_trace_fd(fd)) && !alex_vfork_child())
+	if (fd >= 0 && !alex_vfork_child())
 		forget_range((unsigned)fd, (unsigned)fd);
 	return r;
 }

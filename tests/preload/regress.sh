@@ -16,6 +16,43 @@ scenario() {
 	if [ "$out" = "$2" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1: got '$out', want '$2'"; fi
 }
 
+# the journal's kept descriptor closed by the program between transactions
+# (close, close_range, or a dup2 onto its number), its number reused for a
+# file of the program's: the next transaction must not take that file for
+# the journal, and the file must keep what the program wrote
+for how in close closerange dup2; do
+	scenario "kept-journal-$how" "7 hello True" "
+import os, sqlite3, sys
+d = sys.argv[1]
+c = sqlite3.connect(d + '/x.db', isolation_level=None)
+c.execute('create table t(x)')
+c.execute('insert into t values(0)')
+def journal_fd():
+    for f in os.listdir('/proc/self/fd'):
+        try:
+            if 'alex-journal' in os.readlink('/proc/self/fd/' + f): return int(f)
+        except OSError: pass
+n = journal_fd()
+f = os.open(d + '/other', os.O_RDWR | os.O_CREAT, 0o644)
+if '$how' == 'dup2':
+    os.dup2(f, n); os.close(f); f = n
+else:
+    os.close(f)
+    if '$how' == 'close': os.close(n)
+    else: os.closerange(n, n + 1)
+    f = os.open(d + '/other', os.O_RDWR)
+    assert f == n, (f, n)
+os.write(f, b'hello')
+for i in range(5): c.execute('insert into t values(?)', (i,))
+c.execute('begin'); c.execute('insert into t values(100)'); c.execute('rollback')
+# inside a transaction, its journal open: the program's file is its own
+c.execute('begin'); c.execute('insert into t values(6)')
+os.lseek(f, 0, 0)
+got = os.read(f, 100).decode()
+c.execute('commit')
+print(c.execute('select count(*) from t').fetchone()[0], got, os.readlink('/proc/self/fd/%d' % n).endswith('other'))"
+done
+
 # subprocess (vfork + close_range in the child) must not touch our tables
 scenario subprocess "11" '
 import sqlite3, subprocess, sys
