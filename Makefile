@@ -135,8 +135,11 @@ $(B)/tests/attach: tests/preload/attach.c | $(B)/tests
 $(B)/tests/cutfs: tests/preload/cutfs.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@
 
+$(B)/tests/fdchurn: tests/preload/fdchurn.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3 -lpthread
+
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
-	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach
+	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach $(B)/tests/fdchurn
 
 # Every test of check and check-preload runs through tests/run-test, which
 # appends one line to CHECK_RESULTS: "pass NAME", "fail NAME exit N" or

@@ -1,6 +1,5 @@
 /* fdtable.c - descriptor -> open file description, lock-free to read. */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -11,12 +10,6 @@
 
 static struct ofd **tab;
 static size_t ntab;
-
-/* A kept descriptor between two of SQLite's uses of it (journal.c): its
- * entry says so, and any close, dup2 or reuse of the number that the hooks
- * see replaces it -- so the next hand-out needs no fstat to know the
- * number still is ours.  Never returned as a description. */
-#define PARKED ((struct ofd *)(uintptr_t)1)
 
 int alex_fd_init(void)
 {
@@ -38,8 +31,7 @@ struct ofd *alex_fd_get(int fd)
 {
 	if (fd < 0 || (size_t)fd >= ntab)
 		return NULL;
-	struct ofd *o = __atomic_load_n(&tab[fd], __ATOMIC_ACQUIRE);
-	return o == PARKED ? NULL : o;
+	return __atomic_load_n(&tab[fd], __ATOMIC_ACQUIRE);
 }
 
 int alex_fd_set(int fd, struct ofd *o)
@@ -48,7 +40,7 @@ int alex_fd_set(int fd, struct ofd *o)
 		return EMFILE;
 	__atomic_add_fetch(&o->refs, 1, __ATOMIC_ACQ_REL);
 	struct ofd *old = __atomic_exchange_n(&tab[fd], o, __ATOMIC_ACQ_REL);
-	if (old && old != PARKED)
+	if (old)
 		alex_ofd_put(old); /* the kernel reused the number: forget it */
 	return 0;
 }
@@ -57,33 +49,7 @@ struct ofd *alex_fd_take(int fd)
 {
 	if (fd < 0 || (size_t)fd >= ntab)
 		return NULL;
-	struct ofd *o = __atomic_exchange_n(&tab[fd], NULL, __ATOMIC_ACQ_REL);
-	return o == PARKED ? NULL : o;
-}
-
-struct ofd *alex_fd_drop(int fd)
-{
-	if (fd < 0 || (size_t)fd >= ntab || !__atomic_load_n(&tab[fd], __ATOMIC_ACQUIRE))
-		return NULL;
-	return alex_fd_take(fd);
-}
-
-void alex_fd_park(int fd)
-{
-	struct ofd *none = NULL;
-
-	if (fd >= 0 && (size_t)fd < ntab)
-		__atomic_compare_exchange_n(&tab[fd], &none, PARKED, 0, __ATOMIC_ACQ_REL,
-					    __ATOMIC_ACQUIRE);
-}
-
-int alex_fd_unpark(int fd)
-{
-	struct ofd *parked = PARKED;
-
-	return fd >= 0 && (size_t)fd < ntab &&
-	       __atomic_compare_exchange_n(&tab[fd], &parked, NULL, 0, __ATOMIC_ACQ_REL,
-					   __ATOMIC_ACQUIRE);
+	return __atomic_exchange_n(&tab[fd], NULL, __ATOMIC_ACQ_REL);
 }
 
 struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role)

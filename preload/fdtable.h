@@ -11,15 +11,6 @@ struct ofd *alex_fd_get(int fd);
 int alex_fd_set(int fd, struct ofd *o);
 /* Forgets fd; returns its ofd (whose reference the caller now owns). */
 struct ofd *alex_fd_take(int fd);
-/* alex_fd_take, but writes the table only where fd is known (a
- * description or a park): for sweeps over ranges of numbers. */
-struct ofd *alex_fd_drop(int fd);
-/* A kept descriptor SQLite gave back: marked in the table (it has no
- * description there) until alex_fd_unpark, which says whether the mark
- * survived -- no close, dup2 onto it or open reusing its number seen
- * since.  A close by raw system call is not seen. */
-void alex_fd_park(int fd);
-int alex_fd_unpark(int fd);
 /* Drops a reference; the last one drops the description's database. */
 void alex_ofd_put(struct ofd *o);
 struct ofd *alex_ofd_new(struct pdb *db, enum alex_role role);

@@ -42,8 +42,6 @@ int alex_close_hook(int fd)
 	struct alex_kept *k = alex_ofd_kept(o);
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
-	if (kept)
-		alex_fd_park(fd);
 
 	if (o)
 		alex_ofd_put(o); /* the last one closes the engine, checkpointing */
@@ -128,7 +126,7 @@ static void forget_range(unsigned first, unsigned last)
 	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
 		if (tracing && alex_trace_fd((int)fd))
 			alex_trace_closed((int)fd);
-		struct ofd *o = alex_fd_drop((int)fd); /* a parked number too */
+		struct ofd *o = alex_fd_get((int)fd) ? alex_fd_take((int)fd) : NULL;
 		if (o && o->role == ROLE_DB)
 			locks_gone(o->db);
 		if (o)
@@ -137,12 +135,40 @@ static void forget_range(unsigned first, unsigned last)
 	errno = saved;
 }
 
+/*
+ * A descriptor glibc closes inside (fclose of an fdopen()ed stream,
+ * closedir of an fdopendir()ed one) is forgotten before it is closed, as
+ * close() does: once the kernel has the number back another thread's open
+ * may get it and enter it in the table, and forgetting it then would
+ * forget that one (review: a database open beside opendir/closedir churn
+ * got "disk I/O error").  The description is let go after the close.
+ */
+static struct ofd *forget_begin(int fd)
+{
+	if (fd < 0 || alex_vfork_child())
+		return NULL;
+	if (alex_tracing && alex_trace_fd(fd))
+		alex_trace_closed(fd);
+	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
+	if (o && o->role == ROLE_DB)
+		locks_gone(o->db);
+	return o;
+}
+
+static void forget_end(struct ofd *o)
+{
+	int saved = errno;
+
+	if (o)
+		alex_ofd_put(o);
+	errno = saved;
+}
+
 ALEX_EXPORT int fclose(FILE *fp)
 {
-	int fd = fp ? fileno(fp) : -1; /* fdopen()ed descriptor: glibc closes it inside */
+	struct ofd *o = forget_begin(fp ? fileno(fp) : -1);
 	int r = REAL(fclose)(fp);
-	if (fd >= 0 && !alex_vfork_child())
-		forget_range((unsigned)fd, (unsigned)fd);
+	forget_end(o);
 	return r;
 }
 
@@ -154,18 +180,18 @@ static int dir_fd(DIR *d)
 
 ALEX_EXPORT int closedir(DIR *d)
 {
-	int fd = dir_fd(d);
+	struct ofd *o = forget_begin(dir_fd(d));
 	int r = REAL(closedir)(d);
-	if (fd >= 0 && !alex_vfork_child())
-		forget_range((unsigned)fd, (unsigned)fd);
+	forget_end(o);
 	return r;
 }
 
+/* closefrom cannot fail: forgotten first, for the reason above */
 ALEX_EXPORT void closefrom(int lowfd)
 {
-	REAL(closefrom)(lowfd);
 	if (lowfd >= 0 && !alex_vfork_child())
 		forget_range((unsigned)lowfd, ~0u);
+	REAL(closefrom)(lowfd);
 }
 
 ALEX_EXPORT int close_range(unsigned first, unsigned last, int flags)

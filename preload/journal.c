@@ -11,13 +11,10 @@
  * SQLite still needs a descriptor number of its own.  The pdb keeps one
  * (a memfd that never holds a byte) open across transactions: SQLite's
  * open of the journal hands it out and its close gives it back, with no
- * system call.  The buffer, too, is kept and reused.  Between two of
- * SQLite's uses the number is parked in the fd table (fdtable.c): a close,
- * close_range, dup2 onto it or open reusing it that the hooks see clears
- * the mark, and only then is the kernel asked (fstat) whether it is still
- * ours.  A close by raw system call followed by a raw open of the number
- * goes unseen; such a program's I/O on it (raw, too) is not ours to serve,
- * and the last close of the database asks the kernel before closing it.
+ * system call.  The buffer, too, is kept and reused.  In steady state a
+ * transaction's journal costs one access(2) (a journal left on disk by a
+ * program without ALEX must still be seen) and one fstat(2) (the kept
+ * descriptor is still ours: a program may close any number).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +25,6 @@
 #include <unistd.h>
 
 #include "dirsync.h"
-#include "fdtable.h"
 #include "hooks.h"
 #include "journal.h"
 #include "match.h"
@@ -99,8 +95,7 @@ static int kept_ok(const struct alex_jmem *j)
  * two connections with the journal open) a copy.  -1 with errno. */
 static int hand_out(struct alex_jmem *j, int flags)
 {
-	/* parked since SQLite gave it back: nothing we saw closed it */
-	if (!j->kept.held && !alex_fd_unpark(j->kept.fd) && !kept_ok(j)) {
+	if (!j->kept.held && !kept_ok(j)) {
 		/* made once; remade only if it was closed behind our back */
 		int fd = memfd_create("alex-journal", MFD_CLOEXEC);
 		struct stat st;

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 
 #include "dirsync.h"
-#include "fdtable.h"
 #include "hooks.h"
 #include "journal.h"
 #include "match.h"
@@ -271,9 +270,6 @@ int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
 
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
 {
-	/* once, so asked of the kernel: a number closed and reused behind
-	 * every hook we have (raw system calls) is not ours to close */
-	alex_fd_unpark(k->fd);
 	if (alex_pdb_kept_ours(k, dev, ino))
 		REAL(close)(k->fd);
 	k->fd = -1;
