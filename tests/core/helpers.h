@@ -47,6 +47,22 @@ static inline void fill_block(uint8_t *b, uint32_t txn, uint32_t blk)
 	}
 }
 
+/* An 8-block database file whose page 1 is one ALEX may fence (bytes
+ * 18/19 equal, 72..91 zero, the change counter copied to 92..95), the
+ * rest 0x11; its page 1 also into page1 (BLK bytes). */
+static inline void sqlite_like_file(alex_mem *m, uint8_t *page1)
+{
+	static uint8_t d[8 * BLK];
+
+	memset(d, 0x11, sizeof d);
+	memcpy(d, "SQLite format 3", 16);
+	d[18] = d[19] = 1;
+	memset(d + 72, 0, 20);
+	memcpy(d + 92, d + 24, 4);
+	memcpy(page1, d, BLK);
+	alex_mem_set(m, DB, d, sizeof d);
+}
+
 /* Puts on a true SQLite page 1 the mark a log named by uuid left for
  * epoch (protect.c): what a base keeps when that log's last unmark was
  * lost with the power and the log is gone. */

@@ -12,22 +12,9 @@
 
 #include "helpers.h"
 
-#define NB8 8u
 static uint8_t page1[BLK], blk[BLK];
 static alex_mem *img;
 static int armed;
-
-static void sqlite_like(alex_mem *m)
-{
-	static uint8_t d[NB8 * BLK];
-	memset(d, 0x11, sizeof d);
-	memcpy(d, "SQLite format 3", 16);
-	d[18] = d[19] = 1;
-	memset(d + 72, 0, 20);
-	memcpy(d + 92, d + 24, 4);
-	memcpy(page1, d, BLK);
-	alex_mem_set(m, DB, d, sizeof d);
-}
 
 static void one_commit(alex_db *db, uint8_t v, uint64_t at)
 {
@@ -84,7 +71,7 @@ Test(dirsync, a_plain_write_between_two_logs)
 
 	alex_config_default(&c);
 	c.remove_log = 1;
-	sqlite_like(m);
+	sqlite_like_file(m, page1);
 	cr_assert_eq(alex_open(DB, &c, &io, &db), 0);
 	one_commit(db, 0xA1, BLK);
 	alex_close(db);
@@ -145,7 +132,7 @@ Test(dirsync, a_commit_in_a_log_another_process_made)
 
 	alex_config_default(&c);
 	c.remove_log = 1;
-	sqlite_like(m);
+	sqlite_like_file(m, page1);
 	cr_assert_eq(alex_open(DB, &c, &io1, &p1), 0);
 	memset(blk, 0xA1, BLK);
 	cr_assert_eq(alex_write(p1, ALEX_FILE_DB, blk, BLK, BLK), 0);

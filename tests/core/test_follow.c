@@ -297,20 +297,7 @@ Test(follow, a_records_tail_alone_never_breaks_the_epoch_before)
  * recovery adopts the epoch from the record itself (recover.c:
  * adopt_next_epoch), where the base's fence cannot say it was fenced.
  */
-#define NB8 8u
 static uint8_t page1[BLK], blk[BLK];
-
-static void sqlite_like(alex_mem *m)
-{
-	static uint8_t d[NB8 * BLK];
-	memset(d, 0x11, sizeof d);
-	memcpy(d, "SQLite format 3", 16);
-	d[18] = d[19] = 1;
-	memset(d + 72, 0, 20);
-	memcpy(d + 92, d + 24, 4);
-	memcpy(page1, d, BLK);
-	alex_mem_set(m, DB, d, sizeof d);
-}
 
 static void one_commit(alex_db *db, uint8_t v)
 {
@@ -347,7 +334,7 @@ static void run(int damage)
 	size_t len;
 
 	alex_config_default(&c);
-	sqlite_like(m);
+	sqlite_like_file(m, page1);
 	/* process 1: one commit, close (checkpoint: epoch 2 follows it) */
 	cr_assert_eq(alex_open(DB, &c, &io, &db), 0);
 	one_commit(db, 0xA1);
