@@ -194,11 +194,16 @@ ALEX_EXPORT void closefrom(int lowfd)
 	REAL(closefrom)(lowfd);
 }
 
+/* Without flags close_range cannot fail on a valid range: forgotten
+ * first, as closefrom.  With CLOSE_RANGE_UNSHARE it may (ENOMEM), and a
+ * descriptor forgotten but still open would escape the log: after. */
 ALEX_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	int r = (int)syscall(SYS_close_range, first, last, flags);
-	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !alex_vfork_child()) {
+	int before = flags == 0 && first <= last && !alex_vfork_child();
+	if (before)
 		forget_range(first, last);
-	}
+	int r = (int)syscall(SYS_close_range, first, last, flags);
+	if (!before && r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !alex_vfork_child())
+		forget_range(first, last);
 	return r;
 }

@@ -3,7 +3,8 @@
  * connections of their own (the kept journal descriptor handed out, given
  * back, copied), a thread opening and closing a second database, and one
  * churning descriptors glibc closes inside (fdopen + fclose, opendir +
- * closedir) and others (pipe, dup2), so that numbers are reused at once.
+ * closedir), close_range and others (pipe, dup2), so that numbers are
+ * reused at once.
  * A close hook that forgot its number after the kernel had it back could
  * forget a database's descriptor another thread had just opened with it
  * ("file is not a database", "disk I/O error"; found in review).
@@ -97,6 +98,9 @@ static void *churn(void *arg)
 		DIR *d = opendir(dir);
 		if (d)
 			closedir(d);
+		int x = fd >= 0 ? dup(fd) : -1;
+		if (x >= 0)
+			close_range((unsigned)x, (unsigned)x, 0);
 		if (fd >= 0)
 			close(fd);
 	}
