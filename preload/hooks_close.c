@@ -119,16 +119,23 @@ ALEX_EXPORT int dup3(int fd, int nfd, int flags)
 	return r;
 }
 
-/* Descriptors closed where we cannot see the close: forget them. */
+/* Forgets one descriptor closed where we cannot see the close; its
+ * description, if any, is the caller's to let go. */
+static struct ofd *forget_one(int fd, int tracing)
+{
+	if (tracing && alex_trace_fd(fd))
+		alex_trace_closed(fd);
+	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
+	if (o && o->role == ROLE_DB)
+		locks_gone(o->db);
+	return o;
+}
+
 static void forget_range(unsigned first, unsigned last)
 {
 	int saved = errno, tracing = alex_tracing;
 	for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
-		if (tracing && alex_trace_fd((int)fd))
-			alex_trace_closed((int)fd);
-		struct ofd *o = alex_fd_get((int)fd) ? alex_fd_take((int)fd) : NULL;
-		if (o && o->role == ROLE_DB)
-			locks_gone(o->db);
+		struct ofd *o = forget_one((int)fd, tracing);
 		if (o)
 			alex_ofd_put(o);
 	}
@@ -145,14 +152,7 @@ static void forget_range(unsigned first, unsigned last)
  */
 static struct ofd *forget_begin(int fd)
 {
-	if (fd < 0 || alex_vfork_child())
-		return NULL;
-	if (alex_tracing && alex_trace_fd(fd))
-		alex_trace_closed(fd);
-	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
-	if (o && o->role == ROLE_DB)
-		locks_gone(o->db);
-	return o;
+	return fd < 0 || alex_vfork_child() ? NULL : forget_one(fd, alex_tracing);
 }
 
 static void forget_end(struct ofd *o)
@@ -199,11 +199,11 @@ ALEX_EXPORT void closefrom(int lowfd)
  * descriptor forgotten but still open would escape the log: after. */
 ALEX_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-	int before = flags == 0 && first <= last && !alex_vfork_child();
+	int ours = !alex_vfork_child(), before = ours && flags == 0 && first <= last;
 	if (before)
 		forget_range(first, last);
 	int r = (int)syscall(SYS_close_range, first, last, flags);
-	if (!before && r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !alex_vfork_child())
+	if (ours && !before && r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		forget_range(first, last);
 	return r;
 }

@@ -63,6 +63,30 @@ static inline void sqlite_like_file(alex_mem *m, uint8_t *page1)
 	alex_mem_set(m, DB, d, sizeof d);
 }
 
+/* Opens the database of a (crash) image without checkpointing it at
+ * close, and puts the first byte of its block at offset at into *v, and
+ * its statistics into *st if st; 0, or alex_open's error. */
+static inline int image_byte(alex_mem *m, uint64_t at, uint8_t *v, struct alex_stats *st)
+{
+	static uint8_t b[BLK];
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config c;
+	alex_db *db;
+	size_t n;
+
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	int rc = alex_open(DB, &c, &io, &db);
+	if (rc)
+		return rc;
+	cr_assert_eq(alex_read(db, ALEX_FILE_DB, b, BLK, at, &n), 0);
+	*v = b[0];
+	if (st)
+		alex_stats(db, st);
+	alex_close(db);
+	return 0;
+}
+
 /* Puts on a true SQLite page 1 the mark a log named by uuid left for
  * epoch (protect.c): what a base keeps when that log's last unmark was
  * lost with the power and the log is gone. */

@@ -37,24 +37,6 @@ static void hook(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
 	}
 }
 
-static int read_block(alex_mem *m, uint64_t at, uint8_t *v)
-{
-	struct alex_io io = alex_mem_io(m);
-	struct alex_config c;
-	alex_db *db;
-	size_t n;
-
-	alex_config_default(&c);
-	c.checkpoint_on_close = 0;
-	int rc = alex_open(DB, &c, &io, &db);
-	if (rc)
-		return rc;
-	cr_assert_eq(alex_read(db, ALEX_FILE_DB, blk, BLK, at, &n), 0);
-	*v = blk[0];
-	alex_close(db);
-	return 0;
-}
-
 /* SQLite without ALEX (journal_mode=MEMORY: no journal file, so no
  * directory sync of its own) commits between the last close, whose
  * unlink of the log is not synced, and the next log's first commit.  A
@@ -93,7 +75,7 @@ Test(dirsync, a_plain_write_between_two_logs)
 	one_commit(db, 0xA2, 2 * BLK);
 	alex_close(db);
 	cr_assert_not_null(img);
-	int rc = read_block(img, BLK, &v);
+	int rc = image_byte(img, BLK, &v, NULL);
 	cr_assert_eq(rc, 0, "refused: %s", alex_strerror(rc));
 	cr_assert_eq(v, 0xB0, "block 1 = %02x", v);
 	alex_mem_free(img);
@@ -142,7 +124,7 @@ Test(dirsync, a_commit_in_a_log_another_process_made)
 	cr_assert_eq(alex_open(DB, &c, &io, &p2), 0);
 	one_commit(p2, 0xA2, BLK);
 	alex_mem *im = alex_mem_crash(m, ALEX_CRASH_KEEP | ALEX_CRASH_DIRS_LOST, 0);
-	int rc = read_block(im, BLK, &v);
+	int rc = image_byte(im, BLK, &v, NULL);
 	cr_assert_eq(rc, 0, "%s", alex_strerror(rc));
 	cr_assert_eq(v, 0xA2, "the acknowledged commit is lost: block 1 = %02x", v);
 	alex_mem_free(im);
