@@ -15,8 +15,10 @@ int alex_col_init(struct alex_collect *c, uint32_t max_slots)
 	c->max = max_slots;
 	c->maxslabs = (max_slots + ALEX_SLAB_SLOTS - 1) / ALEX_SLAB_SLOTS;
 	c->slabs = calloc(c->maxslabs, sizeof *c->slabs);
-	c->slot_key = calloc(max_slots, sizeof *c->slot_key);
-	if (!c->slabs || !c->slot_key || alex_map_init(&c->index, max_slots)) {
+	/* the index and the slots' keys grow with the slabs: a short
+	 * process's one small transaction does not zero (and fault in) tables
+	 * sized for the whole budget */
+	if (!c->slabs || alex_map_init(&c->index, ALEX_SLAB_SLOTS)) {
 		alex_col_free(c);
 		return ALEX_ENOMEM;
 	}
@@ -56,13 +58,17 @@ int64_t alex_col_add(struct alex_collect *c, uint64_t key)
 		/* one allocation per slab (fewer blocks for the last one of a
 		 * small budget), kept until close */
 		uint32_t n = c->max - slot < ALEX_SLAB_SLOTS ? c->max - slot : ALEX_SLAB_SLOTS;
+		uint64_t *keys = realloc(c->slot_key, (size_t)(slot + n) * sizeof *keys);
+		if (!keys)
+			return -1;
+		c->slot_key = keys;
 		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)n * ALEX_BLOCK);
 		if (!s)
 			return -1;
 		c->slabs[c->nslabs++] = s;
 	}
 	if (alex_map_put(&c->index, key, &l))
-		return -1; /* cannot happen: the index was sized for max */
+		return -1; /* no memory to grow the index */
 	c->slot_key[slot] = key;
 	c->used++;
 	return slot;
@@ -92,6 +98,5 @@ uint64_t alex_col_bytes(const struct alex_collect *c)
 	uint64_t slots = (uint64_t)c->nslabs * ALEX_SLAB_SLOTS;
 	if (slots > c->max)
 		slots = c->max;
-	return slots * ALEX_BLOCK + alex_map_bytes(&c->index) +
-	       (uint64_t)c->max * sizeof *c->slot_key;
+	return slots * ALEX_BLOCK + alex_map_bytes(&c->index) + slots * sizeof *c->slot_key;
 }

@@ -183,7 +183,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	    !db->scratch ||
 	    !db->p1.img ||
 	    !db->order || alex_col_init(&db->col, (uint32_t)slots) ||
-	    alex_map_init(&db->map, 1024) || alex_map_init(&db->pending, 16))
+	    alex_map_init(&db->map, 16) || alex_map_init(&db->pending, 16))
 		goto fail;
 	db->nonce = alex_random32();
 	if (db->cfg.key) {

@@ -137,15 +137,19 @@ Test(collect, clear_reuses_slots_and_slabs)
 Test(collect, bytes_count_slabs_as_allocated)
 {
 	const uint32_t max = ALEX_SLAB_SLOTS + 10;
+	const uint64_t per = BLK + sizeof(uint64_t); /* a slot and its key */
 
 	cr_assert_eq(alex_col_init(&col, max), 0);
-	uint64_t fixed = alex_map_bytes(&col.index) + (uint64_t)max * sizeof(uint64_t);
-	cr_expect_eq(alex_col_bytes(&col), fixed);
+	cr_expect_eq(alex_col_bytes(&col), alex_map_bytes(&col.index), "nothing but the index yet");
 	cr_assert_eq(alex_col_add(&col, alex_key(0, 0)), 0);
-	cr_expect_eq(alex_col_bytes(&col), fixed + (uint64_t)ALEX_SLAB_SLOTS * BLK);
+	cr_expect_eq(alex_col_bytes(&col),
+		     alex_map_bytes(&col.index) + (uint64_t)ALEX_SLAB_SLOTS * per);
 	for (uint64_t b = 1; b <= ALEX_SLAB_SLOTS; b++)
 		cr_assert_geq(alex_col_add(&col, alex_key(0, b)), 0);
-	cr_expect_eq(alex_col_bytes(&col), fixed + (uint64_t)max * BLK);
+	cr_expect_eq(alex_col_bytes(&col), alex_map_bytes(&col.index) + (uint64_t)max * per);
+	cr_expect_geq(col.index.cap, 2 * (ALEX_SLAB_SLOTS + 1), "the index grew with the slots");
+	for (uint64_t b = 0; b <= ALEX_SLAB_SLOTS; b++)
+		cr_expect_eq(alex_col_find(&col, alex_key(0, b)), (int64_t)b);
 }
 
 /* free leaves a zeroed collector, and a second free is harmless (the
