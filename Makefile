@@ -33,7 +33,7 @@ SQLCIPHER_H = $(wildcard /usr/include/sqlcipher/sqlite3.h)
 BENCH_CIPHER = $(if $(SQLCIPHER_H),$(B)/alex-bench-sqlcipher)
 
 all: $(B)/libalex_core.a $(B)/libalex.so $(B)/libalex-test.so $(B)/alex $(B)/alex-run $(B)/alex-microbench \
-	$(B)/alex-bench $(BENCH_CIPHER)
+	$(B)/alex-bench $(B)/short-floor $(BENCH_CIPHER)
 
 # every object and program records the headers it includes (-MMD -MP):
 # touching a header rebuilds exactly what includes it
@@ -82,7 +82,7 @@ $(B)/preload-test/%.o: preload/%.c | $(B)/preload-test
 $(B)/tests/core/%.o: tests/core/%.c | $(B)/tests/core
 	$(CC) $(ALEX_CFLAGS) $(DEP) -Itests/core -c $< -o $@
 
-$(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench $(B)/bench-sqlcipher:
+$(B) $(B)/core $(B)/tests $(B)/tests/core $(B)/preload $(B)/preload-test $(B)/bench $(B)/bench-sqlcipher:
 	mkdir -p $@
 
 -include $(wildcard $(B)/*.d $(B)/*/*.d $(B)/tests/core/*.d)
@@ -113,6 +113,10 @@ $(B)/libalex_core.a: $(CORE_OBJ)
 
 $(B)/alex-microbench: tools/alex-microbench.c $(B)/libalex_core.a
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ $(B)/libalex_core.a $(LZ4)
+
+# the short workload's disk floor: its file-system calls without a process
+$(B)/short-floor: tools/short-floor.c | $(B)
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE $(DEP) $< -o $@
 
 TEST_OBJ = $(TEST_SRC:tests/core/%.c=$(B)/tests/core/%.o)
 $(B)/test-core: $(TEST_OBJ) $(B)/libalex_core.a
@@ -183,6 +187,11 @@ check-bench: all $(B)/test-bench
 		$(B)/bench-check/short-summary.md
 	test "$$(grep -c '^short,.*,ok,' $(B)/bench-check/short/out/runs.csv)" = 3
 	test -s $(B)/bench-check/short/out/short-percentiles.png
+	# the same workload's file-system calls alone: four medians, no files left
+	rm -rf $(B)/bench-check/floor && mkdir -p $(B)/bench-check/floor
+	$(B)/short-floor $(B)/bench-check/floor 5 >$(B)/bench-check/floor.txt
+	test "$$(grep -cE '^(plain|alex|alex-noshm|keep) +median +[0-9]+ us' $(B)/bench-check/floor.txt)" = 4
+	test -z "$$(ls -A $(B)/bench-check/floor)"
 	# the encrypted modes and the SQLCipher peer (whose worker must be
 	# SQLCipher: the plain one refuses, and plain SQLite cannot read it)
 	rm -rf $(B)/bench-check/enc && mkdir -p $(B)/bench-check/enc
