@@ -14,7 +14,7 @@
 #include "xts_file.h"
 
 #define MAXF (96 * 1024)
-#define WORD "temp-plaintext!" /* 15 bytes: what must never be stored */
+static const char WORD[] = "temp-plaintext!"; /* 15 bytes: what must never be stored */
 
 static uint8_t ref[MAXF], buf[MAXF + 1024], chunk[MAXF];
 
@@ -110,8 +110,9 @@ static void run(uint64_t seed, size_t cap, int steps)
 			uint64_t want = off >= size ? 0 : (size - off < n ? size - off : n);
 			cr_assert_eq(got, want, "step %d: read %zu at %llu, want %llu", i, got,
 				     (unsigned long long)off, (unsigned long long)want);
-			cr_assert(memcmp(buf, ref + off, got) == 0, "step %d: bytes at %llu differ",
-				  i, (unsigned long long)off);
+			/* off may lie past ref when nothing was read */
+			cr_assert(!got || memcmp(buf, ref + off, got) == 0,
+				  "step %d: bytes at %llu differ", i, (unsigned long long)off);
 		}
 		cr_assert_eq(alex_xts_file_size(f), size, "step %d", i);
 		if (i % 500 == 0)
