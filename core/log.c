@@ -180,9 +180,14 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	    (err = write_slot(db, fd, &db->hdr)) ||
 	    (db->hdr.epoch % 2 == 0 && (err = o->ftruncate(db->io.ctx, fd, len))))
 		goto out;
-	if ((err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
-		goto out;
-	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
+	/* Held before the name appears (the lock is the open file's, so the
+	 * rename keeps it): an engine that opens the log meanwhile finds it
+	 * empty, and at its last close would remove a log no other engine
+	 * holds -- the maker's commits then went into a file with no name
+	 * (tests/core/test_lograce.c). */
+	if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED,
+			     1)) ||
+	    (err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
 		goto out;
 	db->log_fd = fd;
 	db->log_pid = (int)getpid();
@@ -190,12 +195,14 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	db->alloc_end = len;
 	db->log_virgin = fenced;
 	fd = -1;
+	if ((err = o->sync_dir(db->io.ctx, db->log_path))) {
+		alex_log_drop(db); /* published, maybe not durable: not ours to write */
+		goto out;
+	}
 	/* the counter may fail to map (no descriptor, no space): then this
 	 * engine reads the log at every catch-up and may not write it until
 	 * it maps (shm.c) */
-	if (!(err = lock_wait(db, db->log_fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE
-										 : ALEX_SHARED, 1)))
-		(void)alex_shm_attach(db);
+	(void)alex_shm_attach(db);
 out:
 	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
