@@ -15,8 +15,8 @@
  *              synced, its header written and fdatasync'ed again; two pages
  *              of the database written and fdatasync'ed; the journal removed
  *   alex       the default mode: the log made under a name of its own,
- *              renamed into place, the directory synced; -alex-shm made and
- *              mapped; the fence written out; the record fdatasync'ed; the
+ *              renamed into place; -alex-shm made and mapped; the directory
+ *              synced; the fence written out; the record fdatasync'ed; the
  *              checkpoint's pages fdatasync'ed; unmark; both files removed
  *   alex-noshm the same without -alex-shm
  *   keep       ALEX_KEEP_LOG=1: the log and -alex-shm exist; the record
@@ -108,8 +108,8 @@ static void alex(int with_shm)
 	put(l, 4096, 4096);
 	must(renameat2(AT_FDCWD, "a.db-alex.new", AT_FDCWD, "a.db-alex", RENAME_NOREPLACE) == 0,
 	     "rename");
-	sync_dir();
 	void *shm = with_shm ? shm_map("a.db-alex-shm", 1) : NULL;
+	sync_dir();
 	put(db, 73, 19);
 	must(sync_file_range(db, 19, 73, WAIT_WRITE_WAIT) == 0, "sync_file_range");
 	put(l, 4096, 8192);
