@@ -201,8 +201,20 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	 * goes with the log's instead of into the first record's journal
 	 * commit (a device round trip less on ext4: tools/short-floor). */
 	(void)alex_shm_attach(db);
-	if ((err = o->sync_dir(db->io.ctx, db->log_path)))
-		alex_log_drop(db); /* published, maybe not durable: not ours to write */
+	if ((err = o->sync_dir(db->io.ctx, db->log_path))) {
+		/* Published, its name maybe never durable: taken back while no
+		 * other engine holds it, or the next commit in it -- this
+		 * engine's retry, or another process's -- would be acknowledged
+		 * in a log a power cut can take away (review).  Held by another,
+		 * it stays: left alone, a double fault. */
+		if (db->cfg.exclusive ||
+		    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0) {
+			alex_shm_retire(db);
+			o->unlink(db->io.ctx, db->shm_path);
+			o->unlink(db->io.ctx, db->log_path);
+		}
+		alex_log_drop(db);
+	}
 out:
 	if (fd >= 0) {
 		o->close(db->io.ctx, fd);
@@ -393,6 +405,8 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 			db->log_stub = 0;
 			if (!err)
 				db->hdr_disk = db->hdr;
+			else
+				db->epoch_live = 0; /* new_header's: no log holds it (review) */
 			return err;
 		}
 	}
@@ -494,6 +508,16 @@ int alex_log_remove(struct alex_db *db)
 	if (!db->cfg.exclusive &&
 	    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) != 0)
 		return ALEX_EINUSE;
+	/* What this engine holds may no longer be what is at the path: a stub
+	 * it opened that another engine's new log replaced (create_log), or
+	 * a log removed meanwhile.  The names are then another log's, maybe
+	 * holding acknowledged commits (review: removed by a reader's close). */
+	struct alex_finfo fi;
+	if (o->stat(db->io.ctx, db->log_fd, &fi) || fi.nlink == 0) {
+		alex_log_drop(db);
+		db->epoch_live = 0;
+		return 0;
+	}
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
 	alex_shm_retire(db);

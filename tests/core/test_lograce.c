@@ -122,3 +122,59 @@ Test(lograce, a_new_log_cannot_be_removed_before_its_maker_holds_it)
 	cr_expect_eq(v, 0xA5, "the checkpoint wrote the commit: block 1 = %02x", v);
 	cr_expect_not(exists(log_path), "the last close removed the log");
 }
+
+/* A stub log (a making cut short by a crash: an empty file) is open in a
+ * reader's engine when a writer's engine replaces it with a real log and
+ * commits.  The reader's last close then held the stub alone, took its
+ * lock exclusive, and removed the names -- the writer's log and
+ * -alex-shm, with an acknowledged commit (a helper's review). */
+Test(lograce, a_stub_holder_leaves_the_log_that_replaced_it)
+{
+	static uint8_t page1[BLK], blk[BLK];
+	char shm_path[128];
+	struct alex_config c;
+	alex_db *reader, *writer;
+
+	snprintf(shm_path, sizeof shm_path, "%s/t.db-alex-shm", dir);
+	memset(page1, 0x11, BLK);
+	memcpy(page1, "SQLite format 3", 16);
+	page1[18] = page1[19] = 1;
+	memset(page1 + 72, 0, 20);
+	memcpy(page1 + 92, page1 + 24, 4);
+	int fd = open(db_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	memset(blk, 0x22, BLK);
+	cr_assert_eq(pwrite(fd, page1, BLK, 0), BLK);
+	cr_assert_eq(pwrite(fd, blk, BLK, BLK), BLK);
+	close(fd);
+	fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
+
+	alex_config_default(&c);
+	c.remove_log = 1;
+	c.checkpoint_on_close = 0;
+	cr_assert_eq(alex_open(db_path, &c, &alex_io_posix, &reader), 0);
+	cr_assert_eq(alex_open(db_path, &c, &alex_io_posix, &writer), 0);
+	memset(blk, 0xA5, BLK);
+	cr_assert_eq(alex_write(writer, ALEX_FILE_DB, blk, BLK, BLK), 0);
+	page1[200] = 0xA5;
+	cr_assert_eq(alex_write(writer, ALEX_FILE_DB, page1, BLK, 0), 0);
+	cr_assert_eq(alex_commit(writer), 0);
+	alex_close(reader);
+	cr_assert(exists(log_path), "the reader's close removed the writer's log");
+	cr_assert(exists(shm_path), "the reader's close removed the writer's -alex-shm");
+
+	/* what another process opening the database now sees */
+	alex_db *third;
+	uint8_t v[BLK];
+	size_t n;
+	c.remove_log = 0;
+	cr_assert_eq(alex_open(db_path, &c, &alex_io_posix, &third), 0);
+	cr_assert_eq(alex_read(third, ALEX_FILE_DB, v, BLK, BLK, &n), 0);
+	cr_expect_eq(v[0], 0xA5, "block 1 = %02x: the acknowledged commit", v[0]);
+	alex_close(third);
+	alex_set_checkpoint_on_close(writer, 1);
+	alex_close(writer);
+	cr_expect_not(exists(log_path), "the writer's last close removed its log");
+}
