@@ -170,21 +170,31 @@ static void txn(alex_db *db, uint8_t v, uint64_t at)
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, page1, BLK, 0), 0);
 }
 
-Test(dirsync, a_commit_retried_after_the_new_logs_directory_sync_failed)
+/* An engine on a SQLite-like file whose directory syncs fail while
+ * dirsync_failures lasts. */
+static alex_db *open_failing(alex_mem *m)
 {
-	alex_mem *m = alex_mem_new();
 	struct alex_io io = alex_mem_io(m);
-	failing_ops = *io.ops;
-	failing_ops.sync_dir = sync_dir_fails;
-	struct alex_io fio = { &failing_ops, m };
+	static struct alex_io fio;
 	struct alex_config c;
 	alex_db *db;
 
+	failing_ops = *io.ops;
+	failing_ops.sync_dir = sync_dir_fails;
+	fio = (struct alex_io){ &failing_ops, m };
 	alex_config_default(&c);
 	c.remove_log = 1;
 	c.checkpoint_on_close = 0;
 	sqlite_like_file(m, page1);
 	cr_assert_eq(alex_open(DB, &c, &fio, &db), 0);
+	return db;
+}
+
+Test(dirsync, a_commit_retried_after_the_new_logs_directory_sync_failed)
+{
+	alex_mem *m = alex_mem_new();
+	alex_db *db = open_failing(m);
+
 	txn(db, 0xA1, BLK);
 	dirsync_failures = 1;
 	cr_assert_neq(alex_commit(db), 0, "the directory sync's failure is the commit's");
@@ -198,20 +208,10 @@ Test(dirsync, a_commit_retried_after_the_new_logs_directory_sync_failed)
 Test(dirsync, a_commit_redone_after_the_new_logs_directory_sync_failed)
 {
 	alex_mem *m = alex_mem_new();
-	struct alex_io io = alex_mem_io(m);
-	failing_ops = *io.ops;
-	failing_ops.sync_dir = sync_dir_fails;
-	struct alex_io fio = { &failing_ops, m };
-	struct alex_config c;
-	alex_db *db;
-
-	alex_config_default(&c);
-	c.remove_log = 1;
-	c.checkpoint_on_close = 0;
-	sqlite_like_file(m, page1);
+	alex_db *db = open_failing(m);
 	uint8_t orig1[BLK];
+
 	memcpy(orig1, page1, BLK);
-	cr_assert_eq(alex_open(DB, &c, &fio, &db), 0);
 	txn(db, 0xA1, BLK);
 	dirsync_failures = 1;
 	cr_assert_neq(alex_commit(db), 0);

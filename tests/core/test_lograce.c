@@ -56,6 +56,24 @@ static int exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* A two-page SQLite-looking database file; its page 1 in page1. */
+static void make_db(uint8_t *page1)
+{
+	uint8_t blk[BLK];
+
+	memset(page1, 0x11, BLK);
+	memcpy(page1, "SQLite format 3", 16);
+	page1[18] = page1[19] = 1;
+	memset(page1 + 72, 0, 20);
+	memcpy(page1 + 92, page1 + 24, 4);
+	int fd = open(db_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0);
+	memset(blk, 0x22, BLK);
+	cr_assert_eq(pwrite(fd, page1, BLK, 0), BLK);
+	cr_assert_eq(pwrite(fd, blk, BLK, BLK), BLK);
+	close(fd);
+}
+
 /* Another process's engine opens the database while the maker syncs the
  * directory, finds nothing to checkpoint (SQLite's lock is the maker's),
  * and closes. */
@@ -85,18 +103,8 @@ Test(lograce, a_new_log_cannot_be_removed_before_its_maker_holds_it)
 	struct alex_config c;
 	alex_db *db;
 
-	/* a two-page SQLite-looking file */
-	memset(page1, 0x11, BLK);
-	memcpy(page1, "SQLite format 3", 16);
-	page1[18] = page1[19] = 1;
-	memset(page1 + 72, 0, 20);
-	memcpy(page1 + 92, page1 + 24, 4);
-	int fd = open(db_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	cr_assert_geq(fd, 0);
-	memset(blk, 0x22, BLK);
-	cr_assert_eq(pwrite(fd, page1, BLK, 0), BLK);
-	cr_assert_eq(pwrite(fd, blk, BLK, BLK), BLK);
-	close(fd);
+	make_db(page1);
+	int fd;
 
 	hooked = *alex_io_posix.ops;
 	hooked.sync_dir = sync_dir_with_visitor;
@@ -136,18 +144,8 @@ Test(lograce, a_stub_holder_leaves_the_log_that_replaced_it)
 	alex_db *reader, *writer;
 
 	snprintf(shm_path, sizeof shm_path, "%s/t.db-alex-shm", dir);
-	memset(page1, 0x11, BLK);
-	memcpy(page1, "SQLite format 3", 16);
-	page1[18] = page1[19] = 1;
-	memset(page1 + 72, 0, 20);
-	memcpy(page1 + 92, page1 + 24, 4);
-	int fd = open(db_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	cr_assert_geq(fd, 0);
-	memset(blk, 0x22, BLK);
-	cr_assert_eq(pwrite(fd, page1, BLK, 0), BLK);
-	cr_assert_eq(pwrite(fd, blk, BLK, BLK), BLK);
-	close(fd);
-	fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	make_db(page1);
+	int fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	cr_assert_geq(fd, 0);
 	close(fd);
 
