@@ -207,13 +207,8 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		 * engine's retry, or another process's -- would be acknowledged
 		 * in a log a power cut can take away (review).  Held by another,
 		 * it stays: left alone, a double fault. */
-		if (db->cfg.exclusive ||
-		    o->lock(db->io.ctx, db->log_fd, ALEX_LOCK_OPEN, ALEX_EXCLUSIVE) == 0) {
-			alex_shm_retire(db);
-			o->unlink(db->io.ctx, db->shm_path);
-			o->unlink(db->io.ctx, db->log_path);
-		}
-		alex_log_drop(db);
+		if (alex_log_remove(db))
+			alex_log_drop(db);
 	}
 out:
 	if (fd >= 0) {
