@@ -101,9 +101,14 @@ struct alex_db {
 	uint8_t *scratch;         /* two blocks: decode input, block assembly */
 	/* page 1's newest log copy, decoded (read.c): SQLite reads its change
 	 * counter at every transaction, and this engine wrote it last, more
-	 * often than not.  Valid for one place in one epoch of the log. */
+	 * often than not.  Valid for one place in one epoch of the log.  A
+	 * commit keeps only the header (the counter's bytes; SQLite reads the
+	 * page whole only after another process changed it, and then it is
+	 * another place); a page decoded from the log is kept whole. */
+#define ALEX_P1_HEAD 100u /* SQLite's database header */
 	struct alex_page1 {
 		int valid;
+		uint32_t len;     /* bytes of img that hold the page: ALEX_P1_HEAD or a block */
 		struct alex_loc loc;
 		uint64_t epoch;
 		uint32_t salt;

@@ -31,7 +31,8 @@ int alex_block_load(struct alex_db *db, unsigned f, uint64_t blk, uint8_t *out);
 int alex_block_copy(struct alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n,
 		    uint8_t *dst);
 /* Page 1 as a committed record holds it at loc: kept decoded (read.c). */
-void alex_page1_keep(struct alex_db *db, const struct alex_loc *loc, const uint8_t *img);
+void alex_page1_keep(struct alex_db *db, const struct alex_loc *loc, const uint8_t *img,
+		     uint32_t len);
 
 /* write.c */
 /* Has the open transaction changed anything (blocks, sizes, truncations)? */

@@ -19,21 +19,24 @@ static int p1_holds(const alex_db *db, const struct alex_loc *loc)
 	       p->salt == db->hdr.salt;
 }
 
-/* Page 1's kept image when block blk of f is page 1 and the image is its
- * committed content now, else NULL. */
-static const uint8_t *kept_page1(alex_db *db, unsigned f, uint64_t blk)
+/* Page 1's kept image when block blk of f is page 1, the image is its
+ * committed content now and holds its first `need` bytes, else NULL. */
+static const uint8_t *kept_page1(alex_db *db, unsigned f, uint64_t blk, size_t need)
 {
-	if (f != ALEX_FILE_DB || blk != 0 || alex_map_get(&db->pending, alex_key(f, 0)))
+	if (f != ALEX_FILE_DB || blk != 0 || need > db->p1.len ||
+	    alex_map_get(&db->pending, alex_key(f, 0)))
 		return NULL; /* a spilled record's place may be written again */
 	const struct alex_loc *loc = alex_map_get(&db->map, alex_key(f, 0));
 	return loc && p1_holds(db, loc) ? db->p1.img : NULL;
 }
 
 /* Page 1's image as stored at loc (a committed record of this epoch: a
- * place in the log that is never written again in the epoch). */
-void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img)
+ * place in the log that is never written again in the epoch), its first
+ * len bytes. */
+void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img, uint32_t len)
 {
-	memcpy(db->p1.img, img, ALEX_BLOCK);
+	memcpy(db->p1.img, img, len);
+	db->p1.len = len;
 	db->p1.loc = *loc;
 	db->p1.epoch = db->hdr.epoch;
 	db->p1.salt = db->hdr.salt;
@@ -44,7 +47,7 @@ void alex_page1_keep(alex_db *db, const struct alex_loc *loc, const uint8_t *img
 int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 {
 	uint64_t key = alex_key(f, blk);
-	const uint8_t *kept = kept_page1(db, f, blk);
+	const uint8_t *kept = kept_page1(db, f, blk, ALEX_BLOCK);
 	const struct alex_loc *loc = alex_map_get(&db->pending, key);
 	size_t got = 0;
 	int err, committed = !loc;
@@ -59,7 +62,7 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	 * epoch; a spilled one's may be, after the transaction is dropped */
 	if (loc && committed && key == alex_key(ALEX_FILE_DB, 0)) {
 		if (!(err = alex_log_read_block(db, loc, out)))
-			alex_page1_keep(db, loc, out);
+			alex_page1_keep(db, loc, out, ALEX_BLOCK);
 		return err;
 	}
 	if (loc)
@@ -89,7 +92,7 @@ int alex_block_copy(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, 
 	if (n == ALEX_BLOCK)
 		return alex_block_load(db, f, blk, dst);
 	/* SQLite's change-counter read at every transaction: the slice */
-	const uint8_t *kept = kept_page1(db, f, blk);
+	const uint8_t *kept = kept_page1(db, f, blk, in + n);
 	if (kept) {
 		memcpy(dst, kept + in, n);
 		return 0;

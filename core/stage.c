@@ -154,7 +154,8 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 			/* the next transaction's first read: no decode for it */
 			int64_t s = alex_col_find(&db->col, db->order[i].key);
 			if (s >= 0)
-				alex_page1_keep(db, &l, alex_col_slot(&db->col, (uint32_t)s));
+				alex_page1_keep(db, &l, alex_col_slot(&db->col, (uint32_t)s),
+						ALEX_P1_HEAD);
 		}
 		pos += e.stored_len;
 	}

@@ -701,6 +701,44 @@ Test(engine, refresh_follows_another_engine)
 	alex_close(a);
 }
 
+/* Page 1 after a commit: the change counter's slice comes from the kept
+ * header, and every read that reaches past it -- straddling its end, the
+ * whole page, after another engine committed a new page 1 -- gets the
+ * committed bytes, not the kept header's neighbours. */
+Test(engine, page1_reads_after_commits)
+{
+	static uint8_t page[2 * BLK], p1[BLK], r[BLK];
+	size_t got;
+
+	sqlite_base(page, sizeof page);
+	alex_db *a = open_db(), *c = open_db();
+	for (uint32_t t = 1; t <= 4; t++) {
+		alex_db *w = t % 2 ? a : c, *o = t % 2 ? c : a;
+		cr_assert_eq(alex_refresh(w, 1), 0);
+		memcpy(p1, page, BLK);
+		alex_put_be32(p1 + 24, t + 7);
+		for (unsigned i = 100; i < BLK; i++)
+			p1[i] = (uint8_t)(i * 7 + t);
+		cr_assert_eq(alex_write(w, ALEX_FILE_DB, p1, BLK, 0), 0);
+		cr_assert_eq(alex_commit(w), 0);
+		for (int k = 0; k < 2; k++) {
+			alex_db *d = k ? o : w;
+			cr_assert_eq(alex_refresh(d, 1), 0);
+			memset(r, 0, BLK);
+			cr_assert_eq(alex_read(d, ALEX_FILE_DB, r, 16, 24, &got), 0);
+			cr_assert_arr_eq(r, p1 + 24, 16, "txn %u engine %d: the counter", t, k);
+			cr_assert_eq(alex_read(d, ALEX_FILE_DB, r, 40, 80, &got), 0);
+			cr_assert_arr_eq(r, p1 + 80, 40, "txn %u engine %d: across the header's end", t, k);
+			cr_assert_eq(alex_read(d, ALEX_FILE_DB, r, BLK, 0, &got), 0);
+			cr_assert_arr_eq(r, p1, BLK, "txn %u engine %d: the whole page", t, k);
+			cr_assert_eq(alex_read(d, ALEX_FILE_DB, r, 16, 24, &got), 0);
+			cr_assert_arr_eq(r, p1 + 24, 16, "txn %u engine %d: the counter again", t, k);
+		}
+	}
+	alex_close(c);
+	alex_close(a);
+}
+
 Test(engine, discard_drops_the_open_transaction)
 {
 	uint8_t b[BLK], r[BLK];
