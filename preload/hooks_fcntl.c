@@ -27,34 +27,30 @@ static int sets_lock(int cmd, const struct flock *l)
 	       l && l->l_whence == SEEK_SET;
 }
 
-static int releases_reserved(int cmd, const struct flock *l)
+/* Does the lock l set covers byte b? */
+static int covers(const struct flock *l, long long b)
 {
-	if (!sets_lock(cmd, l) || l->l_type != F_UNLCK)
-		return 0;
-	return l->l_start <= SQLITE_RESERVED_BYTE &&
-	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_RESERVED_BYTE);
+	return l->l_start <= b && (l->l_len == 0 || l->l_start + l->l_len > b);
 }
 
-/* The process letting go of SHARED (and so of any lock): an unlock that
- * covers the first SHARED byte.  Others may commit from now on. */
-static int releases_shared(int cmd, const struct flock *l)
+/* What a lock set on SQLite's bytes means to the engine, found once:
+ * releasing the RESERVED byte, letting go of SHARED (and so of any lock:
+ * others may commit from now on), or taking SHARED -- the start of a read
+ * or write transaction, when other processes' commits must become visible.
+ * Or EXCLUSIVE on the same bytes: closing a WAL database, SQLite goes there
+ * straight from a SHARED it took long ago, and then checkpoints from what
+ * it reads. */
+enum { RELEASES_RESERVED = 1, RELEASES_SHARED = 2, TAKES_SHARED = 4 };
+static int lock_meaning(int cmd, const struct flock *l)
 {
-	if (!sets_lock(cmd, l) || l->l_type != F_UNLCK)
+	if (!sets_lock(cmd, l))
 		return 0;
-	return l->l_start <= SQLITE_SHARED_FIRST &&
-	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
-}
-
-/* SQLite taking its SHARED lock: the start of a read or write transaction,
- * when other processes' commits must become visible.  Or EXCLUSIVE on the
- * same bytes: closing a WAL database, SQLite goes there straight from a
- * SHARED it took long ago, and then checkpoints from what it reads. */
-static int takes_shared(int cmd, const struct flock *l)
-{
-	if (!sets_lock(cmd, l) || (l->l_type != F_RDLCK && l->l_type != F_WRLCK))
-		return 0;
-	return l->l_start <= SQLITE_SHARED_FIRST &&
-	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_SHARED_FIRST);
+	if (l->l_type == F_UNLCK)
+		return (covers(l, SQLITE_RESERVED_BYTE) ? RELEASES_RESERVED : 0) |
+		       (covers(l, SQLITE_SHARED_FIRST) ? RELEASES_SHARED : 0);
+	return (l->l_type == F_RDLCK || l->l_type == F_WRLCK) && covers(l, SQLITE_SHARED_FIRST)
+		       ? TAKES_SHARED
+		       : 0;
 }
 
 /* After SQLite got SHARED: catch up with other processes' commits, or give
@@ -83,15 +79,22 @@ static int lock_call(int cmd, const struct flock *l)
 static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int *served_out)
 {
 	struct ofd *o = alex_fd_get(fd);
-	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
-	int served = o && o->role == ROLE_DB && !alex_pdb_direct(o->db);
+	int r;
 
-	if (served && releases_reserved(cmd, arg)) {
+	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
+	if (!o || o->role != ROLE_DB || alex_pdb_direct(o->db)) {
+		r = real(fd, cmd, arg);
+		if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+			alex_dup_track(fd, r);
+		return r;
+	}
+	int means = lock_meaning(cmd, arg);
+	if (means & RELEASES_RESERVED) {
 		ALEX_COUNT(reserved_releases, 1);
 		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	}
-	int r, locks = served && lock_call(cmd, arg);
+	int locks = lock_call(cmd, arg);
 	if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
 		*served_out = 1;
 	} else {
@@ -99,16 +102,15 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 		if (locks)
 			alex_locks_made(o, cmd, arg, r);
 	}
-	if (r == 0 && served && releases_shared(cmd, arg))
+	if (r == 0 && (means & RELEASES_SHARED))
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
-	if (r == 0 && served && takes_shared(cmd, arg) &&
-	    !__atomic_load_n(&o->db->fresh, __ATOMIC_ACQUIRE)) {
+	if (r == 0 && (means & TAKES_SHARED) && !__atomic_load_n(&o->db->fresh, __ATOMIC_ACQUIRE)) {
 		int saved = errno;
 		if (refresh(o, fd, cmd, arg, real))
 			return -1;
 		errno = saved;
 	}
-	if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		alex_dup_track(fd, r);
 	return r;
 }
