@@ -1,9 +1,10 @@
 /*
  * hooks_fcntl.c - fcntl: descriptor copies, and SQLite's locks on the
- * database.  Releasing the RESERVED lock byte ends SQLite's write
- * transaction: with synchronous=OFF that is the only boundary SQLite shows,
- * so the open transaction is committed before the lock goes -- a writer makes
- * its commit visible before it lets anyone else in.
+ * database.  Lowering EXCLUSIVE, or releasing the RESERVED lock byte, ends
+ * SQLite's write transaction: with synchronous=OFF and no journal file that
+ * is the only boundary SQLite shows, so the open transaction is committed
+ * before the lock goes -- a writer makes its commit visible before it lets
+ * anyone else in.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -88,8 +89,14 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 			alex_dup_track(fd, r);
 		return r;
 	}
+	/* The transaction is committed before EXCLUSIVE is lowered, not only
+	 * before RESERVED goes: SQLite lowers it to SHARED first, and a reader
+	 * whose PENDING question (locks.c) came before this writer's PENDING
+	 * gets SHARED at that moment -- it must find the commit there, or it
+	 * would read, and write, from the state before it. */
 	int means = lock_meaning(cmd, arg);
-	if (means & RELEASES_RESERVED) {
+	if ((means & RELEASES_RESERVED) ||
+	    ((means & TAKES_SHARED) && alex_locks_lowers_exclusive(o, cmd, arg))) {
 		ALEX_COUNT(reserved_releases, 1);
 		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */

@@ -17,6 +17,10 @@ int alex_locks_call(struct ofd *o, int fd, int cmd, struct flock *l,
 		    int (*real)(int, int, ...), int *r);
 /* After the caller made the lock call (result r). */
 void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
+/* Is the lock call (cmd, l) SQLite going from EXCLUSIVE back to SHARED
+ * (a read lock over the SHARED range where the process holds a write lock,
+ * or may)?  In doubt, yes. */
+int alex_locks_lowers_exclusive(const struct ofd *o, int cmd, const struct flock *l);
 /* A descriptor of db's file was closed: the process holds no lock on it. */
 void alex_locks_dropped(struct pdb *db);
 
