@@ -15,9 +15,14 @@
  *
  * A set is all or nothing, as one F_SETLK over the regions is.  Two
  * departures from POSIX, both on the side of refusing more: a read lock on
- * PENDING is not kept (SQLite holds one only inside its SHARED request,
- * where the table asks the question and takes SHARED in one swap), and a
- * read lock on RESERVED, which SQLite never takes, is kept as a write lock.
+ * PENDING is not kept (SQLite holds one only inside its SHARED request; a
+ * caller that wants the question and SHARED to be one step sets both
+ * regions in one call), and a read lock on RESERVED, which SQLite never
+ * takes, is kept as a write lock.
+ *
+ * The word must be 8-byte aligned (one atomic access).  me is a slot the
+ * caller holds, below ALEX_LT_SLOTS; a process that takes a slot clears it
+ * first (alex_lt_clear), for what a dead holder left.
  *
  * The word is a hint that processes share, not a record: a process that
  * dies leaves its bits behind, and a damaged word can hold anything.  The
@@ -68,7 +73,8 @@ typedef int (*alex_lt_alive_fn)(void *arg, int slot);
 
 /*
  * alex_lt_set, clearing dead holders in the way: 0, or EAGAIN (the lock is
- * held: SQLITE_BUSY) with *c the live holder in the way.
+ * held: SQLITE_BUSY) with *c the live holder in the way; EINVAL for a me
+ * that is no slot.  A set or test by a me that is no slot is refused.
  */
 int alex_lt_lock(uint64_t *word, int me, unsigned regions, int type, alex_lt_alive_fn alive,
 		 void *arg, struct alex_lt_conflict *c);

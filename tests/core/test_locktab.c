@@ -202,6 +202,12 @@ Test(locktab, damaged_word_never_keeps_a_lock)
 	uint64_t w = ~0ULL & ~((1ULL << ALEX_LT_SLOTS) - 1);
 	cr_assert_eq(alex_lt_lock(&w, 0, ALEX_LT_ALL, W, all_alive, NULL, &c), 0);
 	cr_assert_eq(alex_lt_held(w, 0, SHR), W);
+	/* a caller with no slot takes nothing and changes nothing */
+	w = 0;
+	cr_assert_eq(alex_lt_set(&w, ALEX_LT_SLOTS, RES, W, &c), 1);
+	cr_assert_eq(alex_lt_set(&w, -1, SHR, R, &c), 1);
+	cr_assert_eq(alex_lt_lock(&w, ALEX_LT_SLOTS + 3, SHR, R, all_alive, NULL, &c), EINVAL);
+	cr_assert_eq(w, 0);
 	/* a live holder is answered EAGAIN, and named */
 	w = 0;
 	cr_assert_eq(alex_lt_set(&w, 7, RES, W, &c), 0);
