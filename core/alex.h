@@ -162,6 +162,9 @@ int alex_refresh(alex_db *db, int locked);
 
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);
+/* 1 while a transaction is open: written, truncated or spilled, not yet
+ * committed (or dropped). */
+int alex_txn_open(const alex_db *db);
 
 /* An epoch of the log, named so that two can be compared (alex_fence_now). */
 struct alex_fence {

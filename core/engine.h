@@ -34,9 +34,7 @@ int alex_block_copy(struct alex_db *db, unsigned f, uint64_t blk, size_t in, siz
 void alex_page1_keep(struct alex_db *db, const struct alex_loc *loc, const uint8_t *img,
 		     uint32_t len);
 
-/* write.c */
-/* Has the open transaction changed anything (blocks, sizes, truncations)? */
-int alex_txn_open(const struct alex_db *db);
+/* write.c (alex_txn_open is in alex.h) */
 /* The collector slot for (f, blk), made on first touch (a spill makes
  * room); a block that will not be overwritten whole is first filled with
  * its current content. */

@@ -95,11 +95,13 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 	 * gets SHARED at that moment -- it must find the commit there, or it
 	 * would read, and write, from the state before it. */
 	int means = lock_meaning(cmd, arg);
-	if ((means & RELEASES_RESERVED) ||
-	    ((means & TAKES_SHARED) && alex_locks_lowers_exclusive(o, cmd, arg))) {
+	if (means & RELEASES_RESERVED) {
 		ALEX_COUNT(reserved_releases, 1);
 		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
+	} else if ((means & TAKES_SHARED) && alex_locks_lowers_exclusive(o, cmd, arg) &&
+		   alex_serve_commit_open(o->db) != 0) {
+		return -1;
 	}
 	int locks = lock_call(cmd, arg);
 	if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {

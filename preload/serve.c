@@ -365,6 +365,14 @@ int alex_serve_commit(struct pdb *db)
 	return err ? -1 : 0;
 }
 
+int alex_serve_commit_open(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	int open = (db->super && !db->super_done) || alex_txn_open(db->eng);
+	pthread_mutex_unlock(&db->mu);
+	return open ? alex_serve_commit(db) : 0;
+}
+
 int alex_serve_journal_done(struct pdb *db)
 {
 	int r = alex_serve_commit(db), saved = errno;

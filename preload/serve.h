@@ -45,6 +45,10 @@ int alex_serve_extend(struct pdb *db, uint64_t end);
 /* A commit boundary SQLite showed (a sync, RESERVED released, the last
  * close).  0 or -1. */
 int alex_serve_commit(struct pdb *db);
+/* alex_serve_commit, when the engine holds an open transaction or a
+ * database's part of one across several: SQLite lowering EXCLUSIVE, which
+ * usually follows a commit already made at its sync or journal's end. */
+int alex_serve_commit_open(struct pdb *db);
 /* SQLite finalized db's journal: its transaction is over.  0 or -1. */
 int alex_serve_journal_done(struct pdb *db);
 /* A write to db's in-memory journal, after it succeeded: SQLite may be
