@@ -1,7 +1,7 @@
 """Several processes reading and writing one database under ALEX.
 
 Roles (argv[1]):
-  init DB MODE             the schema; MODE is delete or wal
+  init DB MODE             the schema; MODE is delete, wal, memory-off or off-off
   worker DB MODE ID P K DIR
                            K write transactions, each followed by a checked
                            read transaction; waits for DIR/go first
@@ -31,6 +31,19 @@ Every read transaction checks, in one snapshot:
 Inside each write transaction the same invariants and (b) are checked too
 before the update (a stale read there would be a lost update).
 
+memory-off and off-off: the database stays in journal_mode=delete (its
+persistent mode) and every worker connection sets journal_mode=memory or
+off with synchronous=off, so SQLite shows ALEX no sync and no journal file:
+its lock calls are the only commit boundary.  Every other write
+transaction is deferred (BEGIN, read, then write: SHARED held from the read
+and RESERVED taken at the first write), the shape in which a reader that
+got SHARED before a writer's commit reached the log would write from the
+state before it.  journal_mode=off cannot roll back, so no statement there
+may fail halfway: a BUSY comes at BEGIN IMMEDIATE, at the first write of a
+deferred transaction (before any page changes; its ROLLBACK only ends a
+read) or at COMMIT (retried alone); after any other error the worker stops
+without a ROLLBACK.
+
 Violations go to stderr as "a: ...", "b: ...", "c: ..."; the exit status
 is a bit mask: 1 writes (a), 2 visibility (b), 4 invariants (c), 8 an
 unexpected SQLite error (printed as "e: ...")."""
@@ -59,8 +72,39 @@ def report(kind, msg):
         print("%s: %s" % (kind, msg), file=sys.stderr, flush=True)
 
 
+# MODE: (the database's persistent journal_mode, each worker connection's
+# journal_mode, its synchronous); None: SQLite's default
+MODES = {
+    "delete": ("delete", None, None),
+    "wal": ("wal", None, None),
+    "memory-off": ("delete", "memory", "off"),
+    "off-off": ("delete", "off", "off"),
+}
+
+
 def connect(db):
     return sqlite3.connect(db, isolation_level=None, timeout=10)
+
+
+def connect_mode(db, mode):
+    """A connection with MODE's per-connection journal_mode and synchronous."""
+    c = connect(db)
+    jm, sync = MODES[mode][1:]
+    if jm:
+        got = c.execute("pragma journal_mode=%s" % jm).fetchone()[0]
+        assert got == jm, "journal_mode=%s: %s" % (jm, got)
+    if sync:
+        c.execute("pragma synchronous=%s" % sync)
+        got = c.execute("pragma synchronous").fetchone()[0]
+        assert got == 0, "synchronous=%s: %s" % (sync, got)
+    return c
+
+
+# The pragmas of connect_mode, for a Proc's connection (closeorder)
+def mode_pragmas(mode):
+    jm, sync = MODES[mode][1:]
+    return "".join("; c.execute('pragma %s=%s')" % (k, v)
+                   for k, v in (("journal_mode", jm), ("synchronous", sync)) if v)
 
 
 def is_busy(e):
@@ -72,8 +116,9 @@ def is_busy(e):
 
 def init(db, mode):
     c = connect(db)
-    got = c.execute("pragma journal_mode=%s" % mode).fetchone()[0]
-    assert got == mode, got
+    pmode = MODES[mode][0]
+    got = c.execute("pragma journal_mode=%s" % pmode).fetchone()[0]
+    assert got == pmode, got
     c.executescript("""
         begin;
         create table counter(id integer primary key, n int not null);
@@ -157,8 +202,9 @@ def read_acks(d, me, nproc):
 
 def worker(db, mode, me, nproc, k, d):
     rnd = random.Random(me * 7919 + os.getpid())
-    c = connect(db)
+    c = connect_mode(db, mode)
     wal = mode == "wal"
+    nojournal = MODES[mode][1] in ("memory", "off")  # no journal file, no sync
     if wal:
         c.execute("pragma wal_autocheckpoint=16")  # frequent WAL checkpoints
     ack = os.open(os.path.join(d, "ack.%d.txt" % me), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -176,15 +222,20 @@ def worker(db, mode, me, nproc, k, d):
         blob = os.urandom(rnd.randint(4096, 24576))
         a, b = rnd.sample(range(ACCTS), 2)
         amt = rnd.randint(1, 50)
+        deferred = nojournal and i % 2 == 1
         tries = 0
         while True:
             tries += 1
             acked = read_acks(d, me, nproc)
+            wrote = False
             try:
-                c.execute("begin immediate")
+                c.execute("begin" if deferred else "begin immediate")
                 s = snapshot(c, nproc)
                 check(s, "write txn %d" % i, me, mine, acked, seen)
+                # deferred: RESERVED here, BUSY at once (no busy handler
+                # for a transaction that holds SHARED) before any change
                 c.execute("update counter set n = n + 1 where id = 1")
+                wrote = True
                 c.execute("insert into log values(?, ?, ?)", (me, i, r))
                 c.execute("update acct set bal = bal - ? where id = ?", (amt, a))
                 c.execute("update acct set bal = bal + ? where id = ?", (amt, b))
@@ -194,9 +245,14 @@ def worker(db, mode, me, nproc, k, d):
                 c.execute("delete from big where proc = ? and i = ?", (me, i - KEEP))
                 break
             except sqlite3.DatabaseError as e:
+                if wrote and nojournal:  # no journal: a ROLLBACK cannot undo it
+                    report("e", "write txn %d: %s (%s), after a change, no rollback"
+                           % (i, e, getattr(e, "sqlite_errorname", "")))
+                    return
                 if c.in_transaction:
                     c.execute("rollback")
-                if not isinstance(e, sqlite3.OperationalError) or not is_busy(e) or tries > 200:
+                if not isinstance(e, sqlite3.OperationalError) or not is_busy(e) or \
+                        tries > (2000 if deferred else 200):
                     report("e", "write txn %d: %s (%s)" % (i, e, getattr(e, "sqlite_errorname", "")))
                     return
                 time.sleep(rnd.uniform(0.001, 0.005))
@@ -249,7 +305,7 @@ def worker(db, mode, me, nproc, k, d):
 
 
 def final(db, mode, nproc, k):
-    c = connect(db)
+    c = connect(db)  # the database's own journal_mode
     s = snapshot(c, nproc)
     want_per = {p: k for p in range(nproc)}
     ok = (s["n"] == nproc * k and s["nlog"] == nproc * k and s["per"] == want_per and
@@ -262,7 +318,7 @@ def final(db, mode, nproc, k):
              integ, jm))
     c.execute("insert into done values('final')")  # this one stays in the log
     c.close()
-    if not ok or integ != "ok" or jm != mode:
+    if not ok or integ != "ok" or jm != MODES[mode][0]:
         sys.exit(1)
 
 
@@ -291,13 +347,14 @@ class Proc:
 
 def closeorder(db, mode):
     """Two processes; the one whose view is older closes at the wrong moment.
-    delete: A writes, B writes (B's commit is newer than A's last look), A
+    delete (and memory-off, off-off, with their pragmas on both
+    connections): A writes, B writes (B's commit is newer than A's last look), A
     closes while B stays open.  wal: B opens and reads; A writes, checkpoints
     the WAL (into the ALEX log), writes again and closes; B closes last, and
     SQLite's final WAL checkpoint runs in B.  Prints the rows and
     integrity_check a new connection sees; all 20 / 310 rows must be there."""
     a, b = Proc(db), Proc(db)
-    a.do("c = sqlite3.connect(db, isolation_level=None)")
+    a.do("c = sqlite3.connect(db, isolation_level=None)" + mode_pragmas(mode))
     if mode == "wal":
         a.do("c.execute('pragma journal_mode=wal'); c.execute('pragma wal_autocheckpoint=0'); "
              "c.execute('create table t(x)')")
@@ -309,7 +366,7 @@ def closeorder(db, mode):
         b.close()
     else:
         a.do("c.execute('create table t(x)'); [c.execute('insert into t values(?)', (i,)) for i in range(10)]")
-        b.do("c = sqlite3.connect(db, isolation_level=None); "
+        b.do("c = sqlite3.connect(db, isolation_level=None)" + mode_pragmas(mode) + "; "
              "[c.execute('insert into t values(?)', (i,)) for i in range(10, 20)]")
         a.close()
         b.do("assert c.execute('select count(*) from t').fetchone()[0] == 20, 'B lost its rows'")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # multiproc.sh BUILD [REPS] - 2, 3 and 4 processes reading and writing one
-# database under ALEX at the same time, in rollback (journal_mode=delete) and
-# WAL mode, each configuration REPS times (default 3), with
+# database under ALEX at the same time, in rollback (journal_mode=delete),
+# WAL and memory-off mode (below), each configuration REPS times (default 3), with
 # ALEX_CHECKPOINT_MB=1 so that log-size checkpoints happen inside some
 # processes while others read.  Four checks per run:
 #  a  no update lost: the exact totals and integrity_check, under ALEX
@@ -13,15 +13,31 @@
 #     it reads the exact totals.  WAL mode: the log never holds a page, so
 #     SQLite without ALEX reads the exact totals at once, its write is kept,
 #     and ALEX sees it
+# Modes (MULTIPROC_MODES, default "delete wal memory-off"): delete, wal, and
+# two where SQLite shows ALEX neither a sync nor a journal file, so that its
+# lock calls are the only commit boundary: memory-off and off-off, the
+# database in journal_mode=delete and every worker connection with
+# journal_mode=memory or off and synchronous=off (half of their write
+# transactions deferred: multiproc.py).  ALEX sees the same calls in both
+# (the journal is SQLite's memory or nothing), so only memory-off is in the
+# default; off-off is by hand.  Check d treats them as rollback mode.  Each
+# of them also has a "gap" run (below: the race amplifier lockgap.so).
 # Then, once per mode, "closeorder": two processes, the one with the older
 # view of the log closing while the other's commit is newer (deterministic).
 # With ALEX_KEY_FILE set (make check runs it so, through with_key.sh) the
 # database is encrypted and WAL mode is declined, so only rollback mode
-# runs; SQLite without ALEX is refused whether or not the log holds pages,
-# and the reads after `alex checkpoint` go through ALEX with the key.
+# (delete, by default) runs; SQLite without ALEX is refused whether or not
+# the log holds pages, and the reads after `alex checkpoint` go through
+# ALEX with the key.
 # Details of the workload and the checks: multiproc.py.
 # Knobs (for investigation): MULTIPROC_MODES, MULTIPROC_PROCS, MULTIPROC_K
-# (transactions per process), MULTIPROC_CKPT_MB; ALEX_* variables pass through.
+# (transactions per process), MULTIPROC_CKPT_MB, MULTIPROC_TIMEOUT (seconds
+# per worker, default 40), MULTIPROC_CPUS (a taskset CPU list the workers
+# share, e.g. 0: more preemption inside the lock sequences),
+# MULTIPROC_PRELOAD (libraries the workers of the ordinary runs load before
+# libalex.so, e.g. build/tests/lockgap.so; LOCKGAP_* variables pass
+# through), MULTIPROC_GAP (processes of the gap runs, default 8; 0: none);
+# ALEX_* variables pass through.
 set -u
 B=$(cd "${1:?usage: multiproc.sh BUILD [REPS]}" && pwd)
 REPS=${2:-3}
@@ -32,29 +48,39 @@ lib=$B/libalex.so
 py=$(python3 -c 'import sys; print(sys.executable)') # the interpreter, not a pyenv shim
 helper=$here/multiproc.py
 K=${MULTIPROC_K:-40}
+wtime=${MULTIPROC_TIMEOUT:-40}
+pin=()
+wpreload=$lib # the workers'
+[ -n "${MULTIPROC_PRELOAD:-}" ] && wpreload="$MULTIPROC_PRELOAD $lib"
+[ -n "${MULTIPROC_CPUS:-}" ] && pin=(taskset -c "$MULTIPROC_CPUS")
 pass=0 fail=0
 declare -A tally
 ok() { pass=$((pass + 1)); tally[$1.pass]=$((${tally[$1.pass]:-0} + 1)); }
 no() { fail=$((fail + 1)); tally[$1.fail]=$((${tally[$1.fail]:-0} + 1)); shift; echo "FAIL $*"; }
 plain() { env -u LD_PRELOAD sqlite3 "$@"; }
 key=${ALEX_KEY_FILE:-}
-modes=${MULTIPROC_MODES:-delete wal}
+modes=${MULTIPROC_MODES:-delete wal memory-off}
 [ -n "$key" ] && modes=${MULTIPROC_MODES:-delete}
 after() { if [ -n "$key" ]; then LD_PRELOAD=$lib sqlite3 "$@"; else plain "$@"; fi; }
 alex_env() { env LD_PRELOAD="$lib" ALEX_CHECKPOINT_MB="${MULTIPROC_CKPT_MB:-1}" "$@"; }
 start=$(date +%s)
 ckpts=0
 
-run() { # MODE P REP
+run() { # MODE P REP|gap
 	local mode=$1 p=$2 rep=$3 name="$1 P=$2 run $3"
-	local d=$tmp/$mode-$p-$rep db w t
+	local d=$tmp/$mode-$p-$rep db w t pmode=$1 pre=$wpreload gapenv=()
+	if [ "$rep" = gap ]; then # the race amplifier, with its windows
+		name="$1 P=$2 gap" pre="$gaplib $lib"
+		gapenv=(LOCKGAP_READ_US=2000 LOCKGAP_READ_EVERY=2 LOCKGAP_WRITE_US=1000)
+	fi
+	case $mode in memory-off | off-off) pmode=delete ;; esac # the database's own mode
 	mkdir -p "$d"
 	db=$d/t.db
 	alex_env "$py" "$helper" init "$db" "$mode" || { no a "$name: init"; return; }
 	local pids=()
 	for ((w = 0; w < p; w++)); do
-		alex_env ALEX_STATS="$d/stats.%p.json" timeout 40 \
-			"$py" "$helper" worker "$db" "$mode" $w "$p" "$K" "$d" 2>"$d/err.$w" &
+		alex_env ALEX_STATS="$d/stats.%p.json" LD_PRELOAD="$pre" ${gapenv[@]+"${gapenv[@]}"} \
+			timeout "$wtime" ${pin[@]+"${pin[@]}"} "$py" "$helper" worker "$db" "$mode" $w "$p" "$K" "$d" 2>"$d/err.$w" &
 		pids+=($!)
 	done
 	for ((w = 0; w < p; w++)); do
@@ -132,7 +158,7 @@ except sqlite3.DatabaseError as e:
 		select (select count(*) from rows) = (select sum(r) from log);
 		select count(*) from big; pragma integrity_check; pragma journal_mode' 2>&1 |
 		head -n 8 | tr '\n' ' ')
-	local want="$n $n $plain_done 100000 1 $((p * (K < 5 ? K : 5))) ok $mode "
+	local want="$n $n $plain_done 100000 1 $((p * (K < 5 ? K : 5))) ok $pmode "
 	[ "$out" = "$want" ] || why+="after alex checkpoint plain SQLite read '${out:0:160}', want '$want'; "
 	if [ -z "$why" ]; then ok d; else no d "$name (d) $why"; fi
 }
@@ -143,6 +169,23 @@ for mode in $modes; do
 			run "$mode" "$p" "$rep"
 		done
 	done
+done
+
+# gap: each mode without a journal file once more, with MULTIPROC_GAP (8)
+# processes and lockgap.so (make builds it) in front of libalex.so, which
+# sleeps 2 ms between a reader's PENDING question and its SHARED lock (one
+# in two) and 1 ms between a writer's lowering of EXCLUSIVE and its release
+# of RESERVED: a reader then gets SHARED while the writer is between the
+# two, and must find the writer's commit in the log.  On 96a1a6a's parent
+# (the commit only at the RESERVED release) 59 of 60 such runs lost
+# updates or corrupted the database; without lockgap.so, 0 of 180.
+gaplib=$B/tests/lockgap.so
+for mode in $modes; do
+	case $mode in memory-off | off-off) ;; *) continue ;; esac
+	[ "${MULTIPROC_GAP:-8}" -gt 0 ] || continue
+	if [ -e "$gaplib" ]; then run "$mode" "${MULTIPROC_GAP:-8}" gap; else
+		echo "multiproc: no $gaplib (make $gaplib), the gap run of $mode skipped"
+	fi
 done
 
 # closeorder: deterministic, default ALEX settings
