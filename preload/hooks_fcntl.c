@@ -28,7 +28,7 @@ static int sets_lock(int cmd, const struct flock *l)
 	       l && l->l_whence == SEEK_SET;
 }
 
-/* Does the lock l set covers byte b? */
+/* Does the lock set by l cover byte b? */
 static int covers(const struct flock *l, long long b)
 {
 	return l->l_start <= b && (l->l_len == 0 || l->l_start + l->l_len > b);
