@@ -31,6 +31,16 @@ static int in_way(struct alex_lt_conflict *c, unsigned o)
 	return 1;
 }
 
+/* A caller that is no slot holds nothing, and may take nothing. */
+static int no_slot(int me, struct alex_lt_conflict *c)
+{
+	if (me >= 0 && me < ALEX_LT_SLOTS)
+		return 0;
+	c->slot = me;
+	c->type = ALEX_LT_WRITE;
+	return 1;
+}
+
 /* The new word for slot me's (regions, type), into *out; or 1 with *c. */
 static int next(uint64_t w, int me, unsigned regions, int type, uint64_t *out,
 		struct alex_lt_conflict *c)
@@ -80,11 +90,8 @@ int alex_lt_test(const uint64_t *word, int me, unsigned regions, int type,
 {
 	uint64_t out;
 
-	if (me < 0 || me >= ALEX_LT_SLOTS) {
-		c->slot = me;
-		c->type = ALEX_LT_WRITE;
+	if (no_slot(me, c))
 		return 1;
-	}
 	return next(__atomic_load_n(word, __ATOMIC_SEQ_CST), me, regions, type, &out, c);
 }
 
@@ -92,11 +99,8 @@ int alex_lt_set(uint64_t *word, int me, unsigned regions, int type, struct alex_
 {
 	uint64_t w = __atomic_load_n(word, __ATOMIC_SEQ_CST), n;
 
-	if (me < 0 || me >= ALEX_LT_SLOTS) {
-		c->slot = me; /* no slot: it holds nothing, and may take nothing */
-		c->type = ALEX_LT_WRITE;
+	if (no_slot(me, c))
 		return 1;
-	}
 	do {
 		if (next(w, me, regions, type, &n, c))
 			return 1;
@@ -126,11 +130,8 @@ void alex_lt_clear(uint64_t *word, int slot)
 int alex_lt_lock(uint64_t *word, int me, unsigned regions, int type, alex_lt_alive_fn alive,
 		 void *arg, struct alex_lt_conflict *c)
 {
-	if (me < 0 || me >= ALEX_LT_SLOTS) {
-		c->slot = me;
-		c->type = ALEX_LT_WRITE;
+	if (no_slot(me, c))
 		return EINVAL;
-	}
 	/* Each turn clears one dead holder or ends; a bound all the same, in
 	 * case slots keep dying and being taken under us. */
 	for (int turn = 0; turn < 2 * ALEX_LT_SLOTS + 4; turn++) {

@@ -41,7 +41,9 @@ static int covers(const struct flock *l, long long b)
  * Or EXCLUSIVE on the same bytes: closing a WAL database, SQLite goes there
  * straight from a SHARED it took long ago, and then checkpoints from what
  * it reads. */
-enum { RELEASES_RESERVED = 1, RELEASES_SHARED = 2, TAKES_SHARED = 4 };
+/* SHARED_READ: a process's read lock there, which is also how SQLite
+ * lowers EXCLUSIVE (when the process holds it). */
+enum { RELEASES_RESERVED = 1, RELEASES_SHARED = 2, TAKES_SHARED = 4, SHARED_READ = 8 };
 static int lock_meaning(int cmd, const struct flock *l)
 {
 	if (!sets_lock(cmd, l))
@@ -49,9 +51,10 @@ static int lock_meaning(int cmd, const struct flock *l)
 	if (l->l_type == F_UNLCK)
 		return (covers(l, SQLITE_RESERVED_BYTE) ? RELEASES_RESERVED : 0) |
 		       (covers(l, SQLITE_SHARED_FIRST) ? RELEASES_SHARED : 0);
-	return (l->l_type == F_RDLCK || l->l_type == F_WRLCK) && covers(l, SQLITE_SHARED_FIRST)
-		       ? TAKES_SHARED
-		       : 0;
+	if ((l->l_type != F_RDLCK && l->l_type != F_WRLCK) || !covers(l, SQLITE_SHARED_FIRST))
+		return 0;
+	return TAKES_SHARED |
+	       (l->l_type == F_RDLCK && (cmd == F_SETLK || cmd == F_SETLKW) ? SHARED_READ : 0);
 }
 
 /* After SQLite got SHARED: catch up with other processes' commits, or give
@@ -99,7 +102,7 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 		ALEX_COUNT(reserved_releases, 1);
 		if (alex_serve_commit(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
-	} else if ((means & TAKES_SHARED) && alex_locks_lowers_exclusive(o, cmd, arg) &&
+	} else if ((means & SHARED_READ) && alex_locks_may_hold_exclusive(o->db) &&
 		   alex_serve_commit_open(o->db) != 0) {
 		return -1;
 	}

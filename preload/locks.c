@@ -174,13 +174,9 @@ void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r)
 	}
 }
 
-int alex_locks_lowers_exclusive(const struct ofd *o, int cmd, const struct flock *l)
+int alex_locks_may_hold_exclusive(const struct pdb *db)
 {
-	const struct alex_held *h = &o->db->held;
-
-	return (cmd == F_SETLK || cmd == F_SETLKW) && l->l_type == F_RDLCK &&
-	       l->l_whence == SEEK_SET && covers(l->l_start, l->l_len, SQLITE_SHARED_FIRST, 1) &&
-	       (h->unknown || h->shared == WRITE);
+	return db->held.unknown || db->held.shared == WRITE;
 }
 
 void alex_locks_dropped(struct pdb *db)

@@ -17,10 +17,9 @@ int alex_locks_call(struct ofd *o, int fd, int cmd, struct flock *l,
 		    int (*real)(int, int, ...), int *r);
 /* After the caller made the lock call (result r). */
 void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
-/* Is the lock call (cmd, l) SQLite going from EXCLUSIVE back to SHARED
- * (a read lock over the SHARED range where the process holds a write lock,
- * or may)?  In doubt, yes. */
-int alex_locks_lowers_exclusive(const struct ofd *o, int cmd, const struct flock *l);
+/* May the process hold EXCLUSIVE (a write lock on the SHARED range) on
+ * db's file?  In doubt (a lock the model could not follow), yes. */
+int alex_locks_may_hold_exclusive(const struct pdb *db);
 /* A descriptor of db's file was closed: the process holds no lock on it. */
 void alex_locks_dropped(struct pdb *db);
 

@@ -347,12 +347,19 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 
 /* ---- transaction boundaries ---------------------------------------------- */
 
-int alex_serve_commit(struct pdb *db)
+/* if_open: nothing at all (not even the lock's second turn) when no
+ * transaction is open */
+static int serve_commit(struct pdb *db, int if_open)
 {
 	int err = 0, saved = errno;
 
 	pthread_mutex_lock(&db->mu);
-	if (db->super && !db->super_done)
+	int super = db->super && !db->super_done;
+	if (if_open && !super && !alex_txn_open(db->eng)) {
+		pthread_mutex_unlock(&db->mu);
+		return 0;
+	}
+	if (super)
 		err = alex_multidb_commit(db); /* one database of several */
 	else if ((err = alex_commit(db->eng)))
 		err = alex_errno_of(err);
@@ -365,12 +372,14 @@ int alex_serve_commit(struct pdb *db)
 	return err ? -1 : 0;
 }
 
+int alex_serve_commit(struct pdb *db)
+{
+	return serve_commit(db, 0);
+}
+
 int alex_serve_commit_open(struct pdb *db)
 {
-	pthread_mutex_lock(&db->mu);
-	int open = (db->super && !db->super_done) || alex_txn_open(db->eng);
-	pthread_mutex_unlock(&db->mu);
-	return open ? alex_serve_commit(db) : 0;
+	return serve_commit(db, 1);
 }
 
 int alex_serve_journal_done(struct pdb *db)
