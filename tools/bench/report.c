@@ -29,13 +29,14 @@ struct bench_report {
 };
 
 enum col { C_OPS, C_MEAN, C_STD, C_P50, C_P95, C_P99, C_MAX, C_SYNCS, C_TRACED, C_WCHAR,
-	   C_DEV, C_FLUSH, C_DISCARD, C_WAF, C_RSS, NCOLS };
+	   C_DEV, C_DEVOP, C_FLUSH, C_DISCARD, C_WAF, C_RSS, NCOLS };
 static const char *const col_head[NCOLS] = {
 	"ops/s", "mean us", "std us", "p50 us", "p95 us", "p99 us", "max us", "syncs",
-	"syncs (strace)", "write-call MB", "device MB", "flushes", "discards", "WAF", "RSS MB" };
+	"syncs (strace)", "write-call MB", "device MB", "device B/op", "flushes", "discards", "WAF",
+	"RSS MB" };
 static const char *const col_fmt[NCOLS] = { "%.0f", "%.1f", "%.1f", "%.1f", "%.1f", "%.1f",
 					    "%.0f", "%.0f", "%.0f", "%.2f", "%.2f", "%.0f",
-					    "%.0f", "%.2f", "%.1f" };
+					    "%.0f", "%.0f", "%.2f", "%.1f" };
 
 static double col_value(const struct bench_run *r, enum col c)
 {
@@ -51,6 +52,8 @@ static double col_value(const struct bench_run *r, enum col c)
 	case C_TRACED: return r->traced_syncs;
 	case C_WCHAR: return (double)r->wchar / 1e6;
 	case C_DEV: return r->waf < 0 ? -1 : (double)r->dev_bytes / 1e6;
+	/* the final checkpoint's and sync's bytes included, as in WAF */
+	case C_DEVOP: return r->waf < 0 || !r->ops ? -1 : (double)r->dev_bytes / (double)r->ops;
 	case C_FLUSH: return r->waf < 0 ? -1 : (double)r->flushes;
 	case C_DISCARD: return r->waf < 0 ? -1 : (double)r->discards;
 	case C_WAF: return r->waf;
