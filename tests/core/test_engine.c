@@ -340,6 +340,57 @@ Test(engine, truncate_then_grow_reads_zeros)
 	alex_close(db);
 }
 
+/* Past 4 MiB of log, FULL mode checkpoints early when the copy is cheap
+ * (the log's bytes at least 16 times the pages it holds: commit.c,
+ * ckpt_due), so the log's zero-filled space is written again sooner; not
+ * when the log holds many distinct pages, and not in NORMAL mode.  Each
+ * commit writes one block; a record takes a 4 KiB block or more. */
+static uint64_t checkpoints_after(enum alex_sync sync, uint32_t distinct)
+{
+	uint8_t b[BLK];
+	struct alex_stats st;
+
+	cfg.checkpoint_bytes = 64u << 20;
+	cfg.sync = sync;
+	alex_db *db = open_db();
+	for (uint32_t t = 1; t <= 1100; t++) {
+		uint32_t blk = t % distinct;
+		fill_block(b, t, blk);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)blk * BLK), 0);
+		cr_assert_eq(alex_commit(db), 0);
+	}
+	alex_stats(db, &st);
+	cr_assert_lt(st.log_used, cfg.checkpoint_bytes);
+	alex_close(db);
+	/* every commit is still there, checkpointed or not */
+	db = open_db();
+	for (uint32_t k = 0; k < distinct && k < 64; k++) {
+		uint8_t r[BLK];
+		size_t got;
+		uint32_t last = 1100 - ((1100 - k) % distinct);
+		cr_assert_eq(alex_read(db, ALEX_FILE_DB, r, BLK, (uint64_t)k * BLK, &got), 0);
+		fill_block(b, last, k);
+		cr_assert(got == BLK && memcmp(r, b, BLK) == 0, "block %u", k);
+	}
+	alex_close(db);
+	return st.checkpoints;
+}
+
+Test(engine, early_checkpoint_when_cheap)
+{
+	cr_expect_geq(checkpoints_after(ALEX_SYNC_FULL, 10), 1, "few pages, FULL: early");
+}
+
+Test(engine, no_early_checkpoint_of_many_pages)
+{
+	cr_expect_eq(checkpoints_after(ALEX_SYNC_FULL, 1100), 0, "distinct pages: none");
+}
+
+Test(engine, no_early_checkpoint_in_normal_mode)
+{
+	cr_expect_eq(checkpoints_after(ALEX_SYNC_NORMAL, 10), 0, "NORMAL: none");
+}
+
 Test(engine, automatic_checkpoint_at_threshold)
 {
 	uint8_t b[BLK];
