@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include "fdtable.h"
+#include "locks.h"
 #include "pdb.h"
 #include "serve.h"
 #include "xts_file.h"
@@ -40,8 +41,13 @@ int alex_fd_set(int fd, struct ofd *o)
 		return EMFILE;
 	__atomic_add_fetch(&o->refs, 1, __ATOMIC_ACQ_REL);
 	struct ofd *old = __atomic_exchange_n(&tab[fd], o, __ATOMIC_ACQ_REL);
-	if (old)
-		alex_ofd_put(old); /* the kernel reused the number: forget it */
+	if (old) {
+		/* the kernel reused the number: it was closed behind our back,
+		 * and with it went the process's locks on a database's file */
+		if (old->role == ROLE_DB)
+			alex_locks_gone(old->db);
+		alex_ofd_put(old);
+	}
 	return 0;
 }
 

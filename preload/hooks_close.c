@@ -20,14 +20,6 @@
 #include "record.h"
 #include "trace.h"
 
-/* Every POSIX lock the process held on db's file is gone (a descriptor of
- * it closed): no catch-up or lock answer from before counts. */
-static void locks_gone(struct pdb *db)
-{
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
-	alex_locks_dropped(db);
-}
-
 int alex_close_hook(int fd)
 {
 	if (alex_fd_get(fd) && alex_vfork_child())
@@ -36,7 +28,7 @@ int alex_close_hook(int fd)
 	ALEX_REC_UNWATCH(fd);
 	/* a close drops every POSIX lock the process holds on the file */
 	if (o && o->role == ROLE_DB)
-		locks_gone(o->db);
+		alex_locks_gone(o->db);
 	/* the journal's and the directory's kept descriptors stay open for
 	 * the next transaction */
 	struct alex_kept *k = alex_ofd_kept(o);
@@ -76,7 +68,7 @@ void alex_dup_track(int oldfd, int newfd)
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone && gone->role == ROLE_DB)
-		locks_gone(gone->db);
+		alex_locks_gone(gone->db);
 	if (gone)
 		alex_ofd_put(gone); /* may close an engine: errno is the caller's */
 	if (o && alex_fd_set(newfd, o) != 0)
@@ -127,7 +119,7 @@ static struct ofd *forget_one(int fd, int tracing)
 		alex_trace_closed(fd);
 	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
 	if (o && o->role == ROLE_DB)
-		locks_gone(o->db);
+		alex_locks_gone(o->db);
 	return o;
 }
 

@@ -24,6 +24,7 @@
 #include "flusher.h"
 #include "hooks.h"
 #include "journal.h"
+#include "locks.h"
 #include "match.h"
 #include "pdb.h"
 #include "real.h"
@@ -71,11 +72,31 @@ static struct ofd *track(int fd, struct pdb *db, enum alex_role role)
 
 	if (o && !(err = alex_fd_set(fd, o)))
 		return o;
-	REAL(close)(fd);
+	/* Closing a descriptor of the database drops every POSIX lock the
+	 * process holds on it -- another connection's SHARED among them,
+	 * unseen by it.  While the process may hold one, the descriptor is
+	 * left open (a leak on a path that is out of memory or table) */
+	if (role == ROLE_DB && alex_locks_any(db))
+		alex_msg(ALEX_MSG_ERROR, "%s: a descriptor could not be tracked (%s); left open, "
+					 "so that the process's locks on the file stay", db->path,
+			 strerror(err));
+	else
+		REAL(close)(fd);
 	free(o); /* never in the table: no references to drop but db's */
 	alex_pdb_put(db);
 	errno = err;
 	return NULL;
+}
+
+/* fd, just handed out by the kernel, is still in the table: its number was
+ * closed without the hooks (a raw close, close_range); forget it. */
+static void forget_closed(int fd)
+{
+	struct ofd *o = alex_fd_take(fd);
+
+	if (o && o->role == ROLE_DB)
+		alex_locks_gone(o->db); /* and the process's locks with it */
+	alex_ofd_put(o);
 }
 
 /* db: the journal's database if alex_pdb_name knew it (its reference
@@ -229,7 +250,7 @@ static int open_temp(enum open_kind k, int dirfd, const char *path, int flags, m
 	if (fd < 0)
 		return fd;
 	if (alex_fd_get(fd))
-		alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
+		forget_closed(fd);
 	fd = alex_temp_track(fd, dirfd, path);
 	if (fd >= 0)
 		errno = saved;
@@ -275,7 +296,7 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 			alex_dirsync_cancel(); /* a real file appears: its dirsync counts */
 		int fd = pass(k, dirfd, path, flags, mode);
 		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
-			alex_ofd_put(alex_fd_take(fd)); /* closed behind our back */
+			forget_closed(fd);
 		if (fd >= 0)
 			ALEX_REC_WATCH(fd, path);
 		return fd;

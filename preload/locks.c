@@ -187,3 +187,20 @@ void alex_locks_dropped(struct pdb *db)
 	h->unknown = 0;
 	h->gen++;
 }
+
+void alex_locks_gone(struct pdb *db)
+{
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_locks_dropped(db);
+}
+
+int alex_locks_any(const struct pdb *db)
+{
+	const struct alex_held *h = &db->held;
+	return h->unknown || h->pending || h->reserved || h->shared;
+}
+
+void alex_locks_unknown(struct pdb *db)
+{
+	db->held.unknown = 1;
+}

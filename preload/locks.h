@@ -22,5 +22,13 @@ void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
 int alex_locks_may_hold_exclusive(const struct pdb *db);
 /* A descriptor of db's file was closed: the process holds no lock on it. */
 void alex_locks_dropped(struct pdb *db);
+/* The same, and no catch-up made under those locks counts: a close the
+ * hooks saw, or one they learn of when the kernel hands its number out. */
+void alex_locks_gone(struct pdb *db);
+/* Does the model say the process may hold a lock on db's file? */
+int alex_locks_any(const struct pdb *db);
+/* The model is no longer known to follow the kernel's locks (SQLite's
+ * calls went past it): in doubt until SQLite's next release of them all. */
+void alex_locks_unknown(struct pdb *db);
 
 #endif

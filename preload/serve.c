@@ -503,6 +503,10 @@ void alex_serve_wal_closed(struct pdb *db)
 	pthread_mutex_lock(&db->mu);
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
+		/* SQLite's lock calls went past the model while the file was
+		 * its own (WAL mode): until its next release of them all, it
+		 * may hold EXCLUSIVE, and a lowering commits first (review) */
+		alex_locks_unknown(db);
 		/* SQLite may hold no lock while it closes its -wal */
 		int rc = alex_refresh(db->eng, 0);
 		if (rc)
