@@ -227,6 +227,20 @@ static void slurp(const char *path, char *buf, size_t cap)
 		fclose(f);
 }
 
+/* alex:VAR=VALUE modes name files: a path in a value made a run's latency
+ * file a path into a directory that did not exist, and the run failed */
+Test(tree, mode_name_as_file_part)
+{
+	char out[64];
+
+	bench_file_part(out, sizeof out, "alex:ALEX_STATS=/tmp/st.txt;ALEX_SYNC=normal");
+	cr_expect_str_eq(out, "alex_ALEX_STATS__tmp_st.txt_ALEX_SYNC_normal");
+	bench_file_part(out, sizeof out, "wal-normal");
+	cr_expect_str_eq(out, "wal-normal");
+	bench_file_part(out, 6, "abcdefgh");
+	cr_expect_str_eq(out, "abcde", "cut to fit");
+}
+
 Test(spawn, status_output_directory_environment)
 {
 	char out[] = "/tmp/alex-bench-spawn-XXXXXX", buf[4096];

@@ -164,6 +164,10 @@ struct rusage;
  */
 int bench_spawn(char *const argv[], const struct bench_spawn *how, struct rusage *ru);
 
+/* A mode's name as part of a file name: alex:VAR=VALUE may hold '/', ':',
+ * ';' and '=', each written '_' (letters, digits, '-' and '.' stay). */
+void bench_file_part(char *out, size_t cap, const char *name);
+
 /* mkdir -p: path and its missing parents (0755).  0, or -1 with errno. */
 int bench_tree_make(const char *path);
 

@@ -79,15 +79,17 @@ static int find_self(const struct bench_opts *o)
 static int job_init(struct job *j, const struct bench_opts *o, const char *w,
 		    const struct bench_mode *m, int i, const char *large_db)
 {
-	char *save = NULL;
+	char *save = NULL, part[256];
 
 	j->m = m;
 	j->key[0] = 0; /* none unless the mode names one */
 	j->is_short = strcmp(w, "short") == 0;
 	j->large = strcmp(w, "large") == 0;
-	if (snprintf(j->dir, sizeof j->dir, "%s/%s-%s-%d", o->dir, w, m->name, i + 1) >=
+	/* a setting's value may be a path: the mode's name is no file name */
+	bench_file_part(part, sizeof part, m->name);
+	if (snprintf(j->dir, sizeof j->dir, "%s/%s-%s-%d", o->dir, w, part, i + 1) >=
 		    (int)sizeof j->dir ||
-	    snprintf(j->lat, sizeof j->lat, "%s/lat-%s-%s-%d.csv", o->outdir, w, m->name, i + 1) >=
+	    snprintf(j->lat, sizeof j->lat, "%s/lat-%s-%s-%d.csv", o->outdir, w, part, i + 1) >=
 		    (int)sizeof j->lat) {
 		fprintf(stderr, "alex-bench: %s %s: %s\n", w, m->name, strerror(ENAMETOOLONG));
 		return -1;

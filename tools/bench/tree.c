@@ -54,3 +54,15 @@ int bench_tree_remove(const char *path)
 		return -1;
 	return 0;
 }
+
+void bench_file_part(char *out, size_t cap, const char *name)
+{
+	size_t n = 0;
+
+	for (; *name && n + 1 < cap; name++)
+		out[n++] = (char)((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') ||
+					  (*name >= '0' && *name <= '9') || *name == '-' || *name == '.'
+				  ? *name : '_');
+	if (cap)
+		out[n] = 0;
+}
