@@ -183,6 +183,7 @@ static void timed_run(const struct job *j, long payload, struct bench_run *r)
 	have_disk = stat(j->dir, &st) == 0 && bench_disk_now(st.st_dev, &d0) == 0;
 	if (bench_spawn(j->argv, &how, &ru) != 0) {
 		r->failed = 1;
+		fprintf(stderr, "alex-bench: %s: the run failed (its standard output: %s)\n", j->dir, out);
 		return;
 	}
 	r->rss_kb = ru.ru_maxrss;
@@ -193,6 +194,8 @@ static void timed_run(const struct job *j, long payload, struct bench_run *r)
 	}
 	if (bench_read_worker(out, j->is_short, r, &have_disk)) {
 		r->failed = 1;
+		fprintf(stderr, "alex-bench: %s: no result from the run (its standard output: %s)\n",
+			j->dir, out);
 		return;
 	}
 	r->ops_s = r->secs > 0 ? (double)r->ops / r->secs : 0;
@@ -312,7 +315,8 @@ static int run_one(const struct bench_opts *o, struct bench_report *rep, const c
 	if (j.large && large_clean(large_db))
 		r->failed = 1;
 	bench_report_run(rep, w, m, i, r);
-	return remove_dir(j.dir);
+	/* a failed run's directory stays, with its worker's output */
+	return r->failed ? 0 : remove_dir(j.dir);
 }
 
 static int run_workload(const struct bench_opts *o, struct bench_report *rep, const char *w)
