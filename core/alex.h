@@ -73,7 +73,8 @@ struct alex_config {
 	unsigned compress_min_saving_pct; /* keep lz4 output only if it saves this much */
 	uint64_t memory_bytes;            /* collector + record buffer budget */
 	uint64_t prealloc_bytes;          /* largest step the log grows by (zeros) */
-	uint64_t checkpoint_bytes;        /* checkpoint when the log holds this much */
+	uint64_t checkpoint_bytes;        /* checkpoint when the log holds this much
+					     (FULL: sooner when cheap, commit.c) */
 	unsigned sync_ms;                 /* NORMAL: longest a commit stays unsynced */
 	uint64_t extent_bytes;            /* NORMAL: sync once this much is unsynced */
 	int checkpoint_on_close;          /* checkpoint in alex_close (default 1) */
@@ -141,8 +142,9 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size);
  * with the COMMIT flag (one pwrite), and with ALEX_SYNC_FULL the log is
  * fdatasync'ed before this returns.  On failure nothing of the transaction is
  * lost from memory and the call may be repeated.  When the log passes
- * checkpoint_bytes a checkpoint follows; its failure is counted in the stats,
- * not returned, because the commit itself succeeded.
+ * checkpoint_bytes (in FULL mode, from 4 MiB on, when the copy is cheap:
+ * commit.c) a checkpoint follows; its failure is counted in the stats, not
+ * returned, because the commit itself succeeded.
  */
 int alex_commit(alex_db *db);
 

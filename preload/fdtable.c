@@ -45,7 +45,7 @@ int alex_fd_set(int fd, struct ofd *o)
 		/* the kernel reused the number: it was closed behind our back,
 		 * and with it went the process's locks on a database's file */
 		if (old->role == ROLE_DB)
-			alex_locks_gone(old->db);
+			alex_locks_gone_late(old->db);
 		alex_ofd_put(old);
 	}
 	return 0;

@@ -95,7 +95,7 @@ static void forget_closed(int fd)
 	struct ofd *o = alex_fd_take(fd);
 
 	if (o && o->role == ROLE_DB)
-		alex_locks_gone(o->db); /* and the process's locks with it */
+		alex_locks_gone_late(o->db); /* and the process's locks with it */
 	alex_ofd_put(o);
 }
 

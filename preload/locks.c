@@ -194,6 +194,15 @@ void alex_locks_gone(struct pdb *db)
 	alex_locks_dropped(db);
 }
 
+void alex_locks_gone_late(struct pdb *db)
+{
+	struct alex_held *h = &db->held;
+
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	h->gen++;       /* no release owed from before counts */
+	h->unknown = 1; /* locks taken since the close may be held: in doubt */
+}
+
 int alex_locks_any(const struct pdb *db)
 {
 	const struct alex_held *h = &db->held;

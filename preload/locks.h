@@ -23,8 +23,12 @@ int alex_locks_may_hold_exclusive(const struct pdb *db);
 /* A descriptor of db's file was closed: the process holds no lock on it. */
 void alex_locks_dropped(struct pdb *db);
 /* The same, and no catch-up made under those locks counts: a close the
- * hooks saw, or one they learn of when the kernel hands its number out. */
+ * hooks saw as it happened. */
 void alex_locks_gone(struct pdb *db);
+/* A close learnt of late (its number handed out again): the locks then
+ * dropped may have been taken again since; the model is in doubt until
+ * SQLite's next release of them all. */
+void alex_locks_gone_late(struct pdb *db);
 /* Does the model say the process may hold a lock on db's file? */
 int alex_locks_any(const struct pdb *db);
 /* The model is no longer known to follow the kernel's locks (SQLite's

@@ -484,8 +484,12 @@ int alex_serve_wal_open(struct pdb *db)
 		pthread_mutex_unlock(&db->mu);
 		return merr;
 	}
-	if (!rc)
+	if (!rc) {
+		/* SQLite's lock calls now pass the model by (the file is
+		 * SQLite's own): it is in doubt from here, not only after */
+		alex_locks_unknown(db);
 		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
+	}
 	/* WAL mode: others commit while SQLite holds SHARED */
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&db->mu);
