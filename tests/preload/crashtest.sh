@@ -29,6 +29,10 @@
 #           records, its fence riding on its first commit's sync
 #           (core/format.h)
 #   full    320 transactions from an empty file, checkpoints every MiB
+#   early   1200 transactions with the default checkpoint size (64 MiB):
+#           the log passes 4 MiB holding few pages, and FULL mode's early
+#           checkpoint runs (commit.c, ckpt_due); quick: the sample and
+#           every cut around a sync of the database file
 #   normal  the same with ALEX_SYNC=normal, paced
 #   wal     the same in WAL mode, with SQLite's own WAL checkpoints
 #   attach  two databases attached, every transaction writes both (SQLite's
@@ -83,6 +87,7 @@ record() {
 				$((i + step - 1)) 0 $i || return 1
 		done ;;
 	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
+	early) "${env[@]}" ALEX_CHECKPOINT_MB=64 "$PC" run "$d/run/db.db" "$d/acks" 1200 0 ;;
 	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	attach) "${env[@]}" "$B/tests/attach" run "$d/run" 2 30 ;;
@@ -197,10 +202,23 @@ cuts() {
 			k=$((1 + i * n / 40))
 			echo "$p $k ${models[$((i % 4))]} $((k * 3 + i))"
 		done
+		# early: around every sync of the database file (the fences and
+		# the checkpoints' copies), each model
+		if [ "$p" = early ]; then
+			local ino
+			ino=$("$CUTFS" dump "$tmp/$p/trace" |
+				awk '$4 == "name" && $NF == "db.db" { print $6; exit }')
+			"$CUTFS" dump "$tmp/$p/trace" |
+				awk -v ino="$ino" '$4 ~ /sync/ && $6 == ino { for (d = -1; d <= 1; d++) print $2 + d }' |
+				sort -n -u | while read -r k; do
+				[ "$k" -ge 1 ] && [ "$k" -le $((n + 1)) ] || continue
+				for m in lose keep tear subset; do echo "$p $k $m $((k * 11 + 5))"; done
+			done
+		fi
 	fi
 }
 
-phases=${CRASHTEST_PHASES:-first short keep full normal wal attach multi}
+phases=${CRASHTEST_PHASES:-first short keep full early normal wal attach multi}
 for p in $phases; do
 	if ! record "$p" >"$tmp/$p.out" 2>&1; then
 		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
