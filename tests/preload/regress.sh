@@ -515,16 +515,17 @@ done
 # commit, and could then write from that state (found in review).  strace
 # shows the order: the record's pwrite64 to the log between the write lock
 # on the SHARED range and the read lock that lowers it.
-if command -v strace >/dev/null; then
-	d=$tmp/commit-before-downgrade
+# downgrade_order NAME N PYTHON: runs PYTHON (argv[1] = a fresh directory)
+# under ALEX and strace; it must print N, and each of its at least N
+# lowerings must come after a record's write to the log.
+downgrade_order() {
+	local d=$tmp/$1 order
+	if ! command -v strace >/dev/null; then
+		fail=$((fail + 1)); echo "FAIL $1: strace not found"; return
+	fi
 	mkdir -p "$d"
-	LD_PRELOAD=$lib strace -f -y -e trace=fcntl,pwrite64 -o "$d/trace" python3 -c '
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1] + "/x.db", isolation_level=None)
-c.execute("pragma journal_mode=memory"); c.execute("pragma synchronous=off")
-c.execute("create table t(x)")
-for i in range(20): c.execute("insert into t values(?)", (i,))
-print(c.execute("select count(*) from t").fetchone()[0])' "$d" >"$d/out" 2>&1
+	LD_PRELOAD=$lib strace -f -y -e trace=fcntl,pwrite64 -o "$d/trace" python3 -c "$3" "$d" \
+		>"$d/out" 2>&1
 	order=$(awk '/fcntl\(/ && /l_start=1073741826/ {
 			if (/F_WRLCK/) { ex = 1; wrote = 0 }
 			else if (/F_RDLCK/ && ex) { if (wrote) good++; else bad++; ex = 0 }
@@ -532,14 +533,19 @@ print(c.execute("select count(*) from t").fetchone()[0])' "$d" >"$d/out" 2>&1
 		}
 		/pwrite64\(/ && /-alex>/ { wrote = 1 }
 		END { print good + 0, bad + 0 }' "$d/trace")
-	if [ "$(cat "$d/out")" = 20 ] && [ "${order% *}" -ge 20 ] && [ "${order#* }" = 0 ]; then
+	if [ "$(cat "$d/out")" = "$2" ] && [ "${order% *}" -ge "$2" ] && [ "${order#* }" = 0 ]; then
 		pass=$((pass + 1))
 	else
-		fail=$((fail + 1)); echo "FAIL commit-before-downgrade: result '$(cat "$d/out")', lowered with / without the commit in the log: $order"
+		fail=$((fail + 1)); echo "FAIL $1: result '$(cat "$d/out")', lowered with / without the commit in the log: $order"
 	fi
-else
-	fail=$((fail + 1)); echo "FAIL commit-before-downgrade: strace not found"
-fi
+}
+downgrade_order commit-before-downgrade 20 '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1] + "/x.db", isolation_level=None)
+c.execute("pragma journal_mode=memory"); c.execute("pragma synchronous=off")
+c.execute("create table t(x)")
+for i in range(20): c.execute("insert into t values(?)", (i,))
+print(c.execute("select count(*) from t").fetchone()[0])'
 
 # The same rule after a descriptor of the database was closed behind the
 # hooks' back (a raw close system call) and the hooks learn of it only when
@@ -547,10 +553,7 @@ fi
 # EXCLUSIVE transaction: the model must not forget the locks SQLite took
 # since (it wiped them once, and the lowering then skipped the commit;
 # found in review).
-if command -v strace >/dev/null; then
-	d=$tmp/late-close-downgrade
-	mkdir -p "$d"
-	LD_PRELOAD=$lib strace -f -y -e trace=fcntl,pwrite64 -o "$d/trace" python3 -c '
+downgrade_order late-close-downgrade 10 '
 import ctypes, os, sqlite3, sys
 d = sys.argv[1]
 c = sqlite3.connect(d + "/x.db", isolation_level=None)
@@ -563,22 +566,7 @@ for i in range(10):
     c.execute("begin exclusive"); c.execute("insert into t values(?)", (i,))
     other = os.open(d + "/other", os.O_RDWR | os.O_CREAT, 0o644)  # the number again
     c.execute("commit"); os.close(other)
-print(c.execute("select count(*) from t").fetchone()[0])' "$d" >"$d/out" 2>&1
-	order=$(awk '/fcntl\(/ && /l_start=1073741826/ {
-			if (/F_WRLCK/) { ex = 1; wrote = 0 }
-			else if (/F_RDLCK/ && ex) { if (wrote) good++; else bad++; ex = 0 }
-			else if (/F_UNLCK/) ex = 0
-		}
-		/pwrite64\(/ && /-alex>/ { wrote = 1 }
-		END { print good + 0, bad + 0 }' "$d/trace")
-	if [ "$(cat "$d/out")" = 10 ] && [ "${order% *}" -ge 10 ] && [ "${order#* }" = 0 ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1)); echo "FAIL late-close-downgrade: result '$(cat "$d/out")', lowered with / without the commit in the log: $order"
-	fi
-else
-	fail=$((fail + 1)); echo "FAIL late-close-downgrade: strace not found"
-fi
+print(c.execute("select count(*) from t").fetchone()[0])'
 
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
