@@ -32,19 +32,29 @@ else
 fi
 
 # The order of writes: every write of 512 bytes or more to the database
-# file must come after the log's N-th fdatasync (the last commit).
+# file (a checkpoint's copy) comes while everything written to the log is
+# synced -- right after a commit's fdatasync, never between a record's write
+# and its sync; and before the last commit there are few of them (FULL mode
+# checkpoints early when cheap, every 4 MiB of log here: some 1 000
+# commits), where SQLite alone writes two pages a commit.
 rm -f "$tmp"/alex.db*
 ALEX_SYNC=full strace -f -y -e trace=pwrite64,write,fdatasync,fsync -o "$tmp/alex.t" \
 	-E LD_PRELOAD="$B/libalex.so" python3 "$here/insert.py" "$tmp/alex.db" $N >/dev/null
-early=$(awk -v db="$tmp/alex.db>" -v lg="$tmp/alex.db-alex>" -v n=$N '
-	/fdatasync\(/ && index($0, lg) { syncs++ }
+read -r early unsynced <<<"$(awk -v db="$tmp/alex.db>" -v lg="$tmp/alex.db-alex>" -v n=$N '
+	/fdatasync\(/ && index($0, lg) { syncs++; dirty = 0 }
+	/pwrite64\(|write\(/ && index($0, lg) { dirty = 1 }
 	/pwrite64\(|write\(/ && index($0, db) {
 		split($0, a, "= "); bytes = a[length(a)] + 0
 		if (bytes >= 512 && syncs < n) early++
+		if (bytes >= 512 && dirty) unsynced++
 	}
-	END { print early + 0 }' "$tmp/alex.t")
-echo "strace: page writes to the database file before the last commit: $early"
-if [ "$early" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL early writes"; fi
+	END { print early + 0, unsynced + 0 }' "$tmp/alex.t")"
+echo "strace: page writes to the database file before the last commit: $early, with the log unsynced: $unsynced"
+if [ "$unsynced" -eq 0 ] && [ "$early" -le $((N / 100)) ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
+fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
 # sqlite3 shell): the difference of a 400- and a 200-insert run.  15.1:
 # SQLite's locks in 8 calls (9 as SQLite makes them: locks.c asks about
