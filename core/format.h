@@ -10,7 +10,7 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_VERSION (4; formats 1 to 3 are read too).
+ *     8   4  version    ALEX_FORMAT_NEW (6; formats 1 to 5 are read too).
  *                       GAP blocks are written only in a log of version 3
  *                       or later; a reader that knows only 2 refuses such a
  *                       log whole (below) instead of taking its records for
@@ -23,7 +23,10 @@
  *    40   8  start_lsn  LSN of the first record of this epoch
  *    48   4  salt       random per epoch: prev_crc of the epoch's first record
  *                       Version 5 is version 4 encrypted (log_xts.h,
- *                       alex-log(5)): flag XTS, which no other version has
+ *                       alex-log(5)): flag XTS, which no other version has.
+ *                       Version 6 is version 4 with records on 512-byte
+ *                       sectors (below): a reader that knows only 4 or 5
+ *                       would take a record of 1536 bytes for damage
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
  *                       bit 1 FENCED: the database file was marked with this
  *                       epoch's fence before its first COMMIT record; the
@@ -67,14 +70,15 @@
  *   epoch's mark rides on that fdatasync (protect.c).  Bytes 0 and 1 of
  *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT).
  *
- * From the epoch's data_off on: records, back to back, each starting on a
- * 4096-byte boundary.  A record is one transaction, or a part of one too large for
- * memory (a spill).  Fixed header:
+ * From the epoch's data_off on: records, back to back, each a multiple of
+ * 512 bytes long (ALEX_SECTOR; formats 1 to 5 wrote multiples of 4096, and
+ * still do in logs of those versions).  A record is one transaction, or a
+ * part of one too large for memory (a spill).  Fixed header:
  *
  *   off len  field
  *     0   4  magic      "ALXR"
  *     4   4  hdr_len    112 + 20 * nblocks + cond_len
- *     8   4  rec_len    whole record incl. padding; a multiple of 4096
+ *     8   4  rec_len    whole record incl. padding; a multiple of 512
  *    12   4  nblocks
  *    16   8  epoch      must equal the header's epoch
  *    24   8  lsn        must be the previous record's lsn + 1 (start_lsn first)
@@ -112,8 +116,18 @@
  *
  * Payload: the stored bytes of each block in table order, packed, starting at
  * hdr_len; then zeros up to rec_len.  Header embedding: a commit whose
- * header and stored bytes fit in 4096 is a single 4096-byte record (a
- * one-row INSERT: page 1 and one leaf, each without its gap).
+ * header and stored bytes fit in 4096 is a single record of at most 4096
+ * bytes (a one-row INSERT: page 1 and one leaf, each without its gap).
+ *
+ * Sectors, not blocks (format 6): a commit is written in the fewest
+ * 512-byte sectors that hold it, and the next record begins on the next
+ * sector, so no write ever changes a byte of an earlier record.  A sector
+ * write's neighbours on the same 4096-byte page (or physical sector) are
+ * rewritten unchanged by the page cache -- the "powersafe overwrite" that
+ * SQLite itself assumes by default (its WAL shares pages between commits
+ * too).  Writers choose the padding (stage.c): NORMAL mode packs records
+ * on sectors; FULL mode ends each record on a 4096-byte boundary unless
+ * it writes the log direct (ALEX_DIRECT), sector by sector.
  *
  * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
  * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
@@ -135,11 +149,14 @@
 #define ALEX_FORMAT_XTS 5u    /* version 4's layout, encrypted (ALEX_HDR_XTS):
 				 made only with a key, so that an ALEX that
 				 cannot decrypt it refuses it whole */
+#define ALEX_FORMAT_V6 6u     /* version 4's layout, records on 512-byte sectors */
+#define ALEX_FORMAT_NEW ALEX_FORMAT_V6 /* what a new log without a key is made with */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
 #define ALEX_BLOCK 4096u
 #define ALEX_BLOCK_SHIFT 12
+#define ALEX_SECTOR 512u      /* records' unit in format 6 (above) */
 #define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
 #define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
 #define ALEX_HDR_SLOT_USED 172u
@@ -207,6 +224,18 @@ static inline uint64_t alex_roundup_block(uint64_t n)
 	return (n + ALEX_BLOCK - 1) & ~(uint64_t)(ALEX_BLOCK - 1);
 }
 
+static inline uint64_t alex_roundup_sector(uint64_t n)
+{
+	return (n + ALEX_SECTOR - 1) & ~(uint64_t)(ALEX_SECTOR - 1);
+}
+
+/* How much of a record to read first when room bytes of log follow its
+ * start: a block, or all there is (a record is at least a sector). */
+static inline size_t alex_rec_first(uint64_t room)
+{
+	return room < ALEX_BLOCK ? (size_t)room : ALEX_BLOCK;
+}
+
 /* A GAP block's stored bytes (len of them at in): is its run where it
  * must be?  Fills the run's place in the block. */
 static inline int alex_gap_decode(const uint8_t *in, uint32_t len, uint32_t *off, uint32_t *run)
@@ -223,13 +252,13 @@ static inline int alex_gap_decode(const uint8_t *in, uint32_t len, uint32_t *off
 void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h);
 int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h);
 /* The placeholder of a new log's unused slot (above): make, recognise. */
-void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED]);
+void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version);
 int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
 /* The version of a log's next epoch, after one of version v. */
 static inline uint32_t alex_loghdr_next_version(uint32_t v)
 {
 	/* format 5 (encrypted) is kept, as every version is */
-	return v == ALEX_FORMAT_V1 ? ALEX_FORMAT_V2 : v ? v : ALEX_FORMAT_VERSION;
+	return v == ALEX_FORMAT_V1 ? ALEX_FORMAT_V2 : v ? v : ALEX_FORMAT_NEW;
 }
 
 /* Records.  The encoder writes the fixed header (and fills r->hdr_crc); the

@@ -76,8 +76,11 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev, u
 			return ALEX_ENOMEM;
 		*cap = ALEX_BLOCK;
 	}
-	if ((err = io->pread(db->io.ctx, db->log_fd, *buf, ALEX_BLOCK, off, &got)) ||
-	    got < ALEX_BLOCK ||
+	size_t first = alex_rec_first(db->alloc_end > off ? db->alloc_end - off : 0);
+	if (first < ALEX_SECTOR)
+		return 0;
+	if ((err = io->pread(db->io.ctx, db->log_fd, *buf, first, off, &got)) ||
+	    got < first ||
 	    alex_rec_decode(*buf, db->alloc_end - off, db->hdr.epoch, lsn, prev, r) != ALEX_STOP_NONE)
 		return err;
 	if (r->rec_len > *cap) {

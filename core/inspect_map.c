@@ -48,13 +48,14 @@ static int read_rec(struct rd *r, const struct alex_logmap *lm, uint64_t off, ui
 	size_t got;
 	int err;
 
-	if (room < ALEX_BLOCK) {
+	if (room < ALEX_SECTOR) {
 		*why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
 		return 0;
 	}
-	if ((err = read_at(r->fd, r->buf, ALEX_BLOCK, off, &got)))
+	size_t first = alex_rec_first(room);
+	if ((err = read_at(r->fd, r->buf, first, off, &got)))
 		return err;
-	if (got < ALEX_BLOCK) { /* the file shrank under us */
+	if (got < first) { /* the file shrank under us */
 		*why = ALEX_STOP_TRUNCATED;
 		return 0;
 	}
@@ -257,7 +258,7 @@ static int scan_tail(struct rd *r, struct alex_logmap *lm, uint64_t next_lsn)
 	size_t got;
 	int err;
 
-	for (uint64_t off = lm->end; off + ALEX_BLOCK <= lm->log_size; off += ALEX_BLOCK) {
+	for (uint64_t off = lm->end; off + ALEX_SECTOR <= lm->log_size; off += ALEX_SECTOR) {
 		if ((err = read_at(r->fd, r->buf, ALEX_REC_FIXED, off, &got)))
 			return err;
 		if (got < ALEX_REC_FIXED || !alex_rec_peek(r->buf, &rec))
@@ -267,9 +268,9 @@ static int scan_tail(struct rd *r, struct alex_logmap *lm, uint64_t next_lsn)
 			lm->lost_off = off;
 		if (off < skip)
 			continue; /* inside a record already counted */
-		int sane = rec.rec_len && rec.rec_len % ALEX_BLOCK == 0 && rec.rec_len <= ALEX_REC_MAX;
-		skip = off + (sane ? rec.rec_len : ALEX_BLOCK);
-		if ((err = tally(lm, rec.epoch, sane ? rec.rec_len : ALEX_BLOCK)))
+		int sane = rec.rec_len && rec.rec_len % ALEX_SECTOR == 0 && rec.rec_len <= ALEX_REC_MAX;
+		skip = off + (sane ? rec.rec_len : ALEX_SECTOR);
+		if ((err = tally(lm, rec.epoch, sane ? rec.rec_len : ALEX_SECTOR)))
 			return err;
 	}
 	return 0;

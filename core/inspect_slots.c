@@ -107,11 +107,12 @@ int alex_lm_adopt(struct rd *r, struct alex_logmap *lm, uint64_t off)
 	size_t got;
 	int err;
 
-	if (lm->slot[!lm->cur] != ALEX_SLOT_DAMAGED || lm->log_size < off + ALEX_BLOCK)
+	if (lm->slot[!lm->cur] != ALEX_SLOT_DAMAGED || lm->log_size < off + ALEX_SECTOR)
 		return 0;
-	if ((err = read_at(r->fd, r->buf, ALEX_BLOCK, off, &got)))
+	size_t first = alex_rec_first(lm->log_size - off);
+	if ((err = read_at(r->fd, r->buf, first, off, &got)))
 		return err;
-	if (got == ALEX_BLOCK &&
+	if (got == first &&
 	    alex_protect_adopt(&lm->hdr, &lm->mark, r->buf, lm->log_size - off, off))
 		lm->adopted = 1;
 	return 0;

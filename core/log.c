@@ -174,7 +174,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	uint64_t len = ALEX_LOG_DATA;
 	uint8_t *blk = db->scratch; /* slot 0: the placeholder (format.h) */
 	memset(blk, 0, ALEX_BLOCK);
-	alex_loghdr_placeholder(blk);
+	alex_loghdr_placeholder(blk, db->hdr.version);
 	if ((err = o->own(db->io.ctx, fd, &base)) ||
 	    (err = o->pwrite(db->io.ctx, fd, blk, ALEX_BLOCK, 0)) ||
 	    (err = write_slot(db, fd, &db->hdr)) ||

@@ -11,7 +11,7 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 {
 	memset(out, 0, ALEX_HDR_SLOT_USED);
 	memcpy(out, ALEX_LOG_MAGIC, 8);
-	alex_put32(out + 8, h->version ? h->version : ALEX_FORMAT_VERSION);
+	alex_put32(out + 8, h->version ? h->version : ALEX_FORMAT_NEW);
 	alex_put32(out + 12, ALEX_BLOCK);
 	memcpy(out + 16, h->uuid, 16);
 	alex_put64(out + 32, h->epoch);
@@ -36,9 +36,12 @@ static void placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
 	alex_put32(out + 60, ~alex_crc32c(0, out, 60));
 }
 
-void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED])
+/* An encrypted log's placeholder says 4, as it always did: format 5's
+ * readers know it.  A log of format 6 says 6, so that a reader that does
+ * not know 6 refuses it by either slot. */
+void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
 {
-	placeholder(out, ALEX_FORMAT_VERSION);
+	placeholder(out, version == ALEX_FORMAT_V6 ? ALEX_FORMAT_V6 : ALEX_FORMAT_VERSION);
 }
 
 /* a log of format 3 made its placeholder with its own version */
@@ -47,7 +50,7 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
 	uint8_t p[ALEX_HDR_SLOT_USED];
 	uint32_t v = alex_get32(in + 8);
 
-	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION)
+	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION && v != ALEX_FORMAT_V6)
 		return 0;
 	placeholder(p, v);
 	return memcmp(in, p, sizeof p) == 0;
@@ -60,7 +63,7 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_XTS)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V6)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
@@ -138,7 +141,7 @@ void alex_rec_encode(uint8_t *out, struct alex_rec *r)
 enum alex_stop alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch,
 			       uint64_t lsn, uint32_t prev_crc, struct alex_rec *r)
 {
-	if (room < ALEX_BLOCK)
+	if (room < ALEX_SECTOR)
 		return room == 0 ? ALEX_STOP_END : ALEX_STOP_TRUNCATED;
 	if (alex_get32(buf) != ALEX_REC_MAGIC) {
 		/* Zeros, or the middle of an older epoch's record: the log ends
@@ -165,7 +168,7 @@ enum alex_stop alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch
 	if (r->nblocks > ALEX_REC_MAX_BLOCKS ||
 	    r->cond_len > ALEX_COND_MAX ||
 	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks + r->cond_len ||
-	    r->rec_len % ALEX_BLOCK != 0 || r->rec_len > ALEX_REC_MAX ||
+	    r->rec_len % ALEX_SECTOR != 0 || r->rec_len > ALEX_REC_MAX ||
 	    r->rec_len < r->hdr_len || (r->flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND)) != 0 ||
 	    !(r->flags & ALEX_REC_COND) != !r->cond_len ||
 	    ((r->flags & ALEX_REC_COND) && !(r->flags & ALEX_REC_COMMIT)))

@@ -102,11 +102,12 @@ static int adopt_next_epoch(alex_db *db, uint64_t off, int *adopted)
 	int err;
 
 	*adopted = 0;
-	if (off + ALEX_BLOCK > db->alloc_end)
+	if (off + ALEX_SECTOR > db->alloc_end)
 		return 0;
-	if ((err = alex_rec_read(db, ALEX_BLOCK, off, &got)))
+	size_t first = alex_rec_first(db->alloc_end - off);
+	if ((err = alex_rec_read(db, first, off, &got)))
 		return err;
-	if (got < ALEX_BLOCK ||
+	if (got < first ||
 	    !alex_protect_adopt(&db->hdr, &db->mark, db->rec, db->alloc_end - off, off))
 		return 0;
 	db->st.header_repaired = 1;
@@ -128,7 +129,7 @@ static int look_past(alex_db *db, uint64_t from, uint64_t lsn)
 	size_t got;
 	int err;
 
-	for (uint64_t off = from; off + ALEX_BLOCK <= db->alloc_end; off += ALEX_BLOCK) {
+	for (uint64_t off = from; off + ALEX_SECTOR <= db->alloc_end; off += ALEX_SECTOR) {
 		if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, b, ALEX_REC_FIXED, off, &got)))
 			return err;
 		if (got < ALEX_REC_FIXED || !alex_rec_peek(b, &r) || !(r.flags & ALEX_REC_COMMIT))
@@ -190,7 +191,7 @@ static int commit_group(alex_db *db, struct ops *ops, const uint64_t size[ALEX_N
 static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 {
 	const struct alex_io_ops *io = db->io.ops;
-	static const uint8_t zero[ALEX_BLOCK];
+	static const uint8_t zero[ALEX_SECTOR];
 	int exists, err;
 
 	if ((err = io->exists(db->io.ctx, h->path, &exists)))
@@ -206,7 +207,7 @@ static int decide(alex_db *db, struct held *h, int may_abort, uint64_t *commits)
 		db->doubt_off = h->start;
 		return 0;
 	}
-	if ((err = alex_log_pwrite(db, db->log_fd, zero, ALEX_BLOCK, h->commit_off)) ||
+	if ((err = alex_log_pwrite(db, db->log_fd, zero, sizeof zero, h->commit_off)) ||
 	    (err = alex_log_sync(db)))
 		return err;
 	db->st.cond_discarded++;
@@ -222,19 +223,20 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 	size_t got;
 	int err;
 
-	if (room < ALEX_BLOCK) {
+	if (room < ALEX_SECTOR) {
 		*why = room ? ALEX_STOP_TRUNCATED : ALEX_STOP_END;
 		return 0;
 	}
-	if ((err = alex_rec_read(db, ALEX_BLOCK, off, &got)))
+	size_t first = alex_rec_first(room);
+	if ((err = alex_rec_read(db, first, off, &got)))
 		return err;
-	if (got < ALEX_BLOCK) { /* the file shrank under us */
+	if (got < first) { /* the file shrank under us */
 		*why = ALEX_STOP_TRUNCATED;
 		return 0;
 	}
 	if ((*why = alex_rec_decode(db->rec, room, db->hdr.epoch, lsn, prev, r)) != ALEX_STOP_NONE)
 		return 0;
-	if (r->rec_len > ALEX_BLOCK) {
+	if (r->rec_len > first) {
 		/* read it whole: growing the buffer drops its contents */
 		if ((err = alex_rec_room(db, r->rec_len)) ||
 		    (err = alex_rec_read(db, r->rec_len, off, &got)))

@@ -17,6 +17,24 @@ static int ks_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Where a record of pos bytes ends (format.h: sectors).  A log older than
+ * format 6 takes whole blocks.  NORMAL mode packs records on sectors: the
+ * page cache writes a page that holds several commits once per sync.  FULL
+ * mode writes each commit to the device at its sync, and the page cache
+ * writes whole pages: a record ending mid-page would make the next commit
+ * write that page again, so it ends at the page's end -- unless the log is
+ * written direct (ALEX_DIRECT), one sector at a time.
+ */
+static uint64_t rec_len_for(const alex_db *db, uint64_t pos)
+{
+	if (db->hdr.version != ALEX_FORMAT_V6)
+		return alex_roundup_block(pos);
+	if (db->cfg.sync == ALEX_SYNC_FULL && !db->log_direct)
+		return alex_roundup_block(db->append_off + pos) - db->append_off;
+	return alex_roundup_sector(pos);
+}
+
 int alex_rec_room(alex_db *db, size_t need)
 {
 	if (need <= db->rec_cap)
@@ -70,7 +88,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	uint32_t cond_len = (flags & ALEX_REC_COND) ? (uint32_t)strlen(db->cond) : 0;
 	uint64_t table_end = ALEX_REC_FIXED + (uint64_t)ALEX_REC_ENTRY * k;
 	uint64_t hdr_len = table_end + cond_len;
-	if ((err = alex_rec_room(db, alex_roundup_block(hdr_len + (uint64_t)k * ALEX_BLOCK))))
+	if ((err = alex_rec_room(db, rec_len_for(db, hdr_len + (uint64_t)k * ALEX_BLOCK))))
 		return err;
 	uint8_t *rec = db->rec;
 	uint64_t pos = hdr_len;
@@ -106,7 +124,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	/* the padding is zeros: what an earlier record (or one read in) left
 	 * past pos is cleared, once, and the buffer is zeros from pos on --
 	 * not most of a 4 KiB block cleared at every commit */
-	uint64_t rec_len = alex_roundup_block(pos);
+	uint64_t rec_len = rec_len_for(db, pos);
 	if (db->rec_dirty > pos)
 		memset(rec + pos, 0, db->rec_dirty - pos);
 	db->rec_dirty = pos;

@@ -26,7 +26,7 @@ Test(format, header_round_trip)
 	cr_expect(g.flags & ALEX_HDR_BASE);
 	cr_expect_arr_eq(g.base, h.base, ALEX_BASE_HDR);
 	cr_expect_eq(g.data_off, 5 * BLK);
-	cr_expect_eq(g.version, ALEX_FORMAT_VERSION);
+	cr_expect_eq(g.version, ALEX_FORMAT_NEW);
 	for (size_t i = 0; i < sizeof buf; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			buf[i] ^= (uint8_t)(1 << bit);

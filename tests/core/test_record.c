@@ -253,7 +253,7 @@ Test(record, header_slot_rules)
 
 	slot(buf, 0, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
-	cr_expect_eq(g.version, ALEX_FORMAT_VERSION, "0 encodes as the current version");
+	cr_expect_eq(g.version, ALEX_FORMAT_NEW, "0 encodes as the current version");
 	cr_expect_eq(g.flags, ALEX_HDR_BASE | ALEX_HDR_FENCED);
 
 	slot(buf, ALEX_FORMAT_V1, 0);
@@ -282,7 +282,7 @@ Test(record, header_slot_rules)
 	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
-	slot(buf, ALEX_FORMAT_XTS + 1, 0);
+	slot(buf, ALEX_FORMAT_V6 + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
 	/* format 5 is the encrypted one, and only it says so */
 	slot(buf, ALEX_FORMAT_XTS, ALEX_HDR_XTS);
@@ -293,6 +293,11 @@ Test(record, header_slot_rules)
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "format 5 in clear");
 	slot(buf, ALEX_FORMAT_VERSION, ALEX_HDR_XTS);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "format 4 encrypted");
+	slot(buf, ALEX_FORMAT_V6, ALEX_HDR_XTS);
+	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_ECORRUPT, "format 6 encrypted");
+	slot(buf, ALEX_FORMAT_V6, ALEX_HDR_FENCED);
+	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
+	cr_expect_eq(g.version, ALEX_FORMAT_V6, "format 6: records on sectors");
 }
 
 /* A GAP entry passes the body check only when its stored header adds up:
