@@ -94,13 +94,19 @@ struct alex_config {
 	const struct alex_key *key;       /* encrypt the database file and the log
 					     with it (xts.h, docs/ENCRYPTION.md);
 					     NULL: neither is (default) */
+	int direct;                       /* FULL: write records to a log of
+					     format 6 past the page cache
+					     (O_DIRECT), in 512-byte sectors,
+					     where the file system lets us
+					     (default 1; format.h) */
 	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
 					     database file's writes are encrypted
 					     through (default 64 KiB) */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,
- * 1 MiB, checkpoint on close, protect the base file, keep the log file. */
+ * 1 MiB, checkpoint on close, protect the base file, keep the log file,
+ * records direct. */
 void alex_config_default(struct alex_config *cfg);
 
 struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */
@@ -326,6 +332,10 @@ struct alex_stats {
 	uint64_t blocks_gapped;    /* stored without their zero gap (GAP) */
 	uint64_t dedup_hits;       /* writes that replaced a block already pending */
 	uint64_t bytes_logged;     /* record bytes appended to the log */
+	uint64_t direct_writes;    /* records written past the page cache */
+	int direct_refused;        /* the errno with which the file system
+				      refused O_DIRECT (then records go
+				      through the page cache), or 0 */
 	uint64_t bytes_raw;        /* 4096 x blocks_logged */
 	uint64_t syncs;            /* fdatasync calls on the log */
 	uint64_t checkpoints, checkpoint_blocks, checkpoint_failures;

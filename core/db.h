@@ -152,7 +152,8 @@ struct alex_db {
 	uint64_t space_avail;
 	int making_room;          /* a checkpoint for room (alex_make_room) */
 	int no_allocate;          /* the log's file system has no fallocate */
-	int log_direct;           /* records go to the log with O_DIRECT (ALEX_DIRECT) */
+	int log_direct;           /* records go to the log through log_dfd */
+	int log_dfd;              /* the log's O_DIRECT descriptor, or -1 */
 	int log_foreign;          /* the log holds commits this engine read
 				     (another process's, or a crash's) and has
 				     not synced since: a checkpoint syncs first */

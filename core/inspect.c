@@ -110,7 +110,7 @@ int alex_records(alex_db *db, alex_rec_fn fn, void *arg)
 		return 0;
 	/* a checkpointed epoch: its records are in the database file */
 	enum alex_rec_state done = db->epoch_live ? ALEX_RS_COMMITTED : ALEX_RS_CHECKPOINTED;
-	while (!rc && off + ALEX_BLOCK <= db->alloc_end) {
+	while (!rc && off + ALEX_SECTOR <= db->alloc_end) {
 		struct alex_rec r;
 		int valid;
 		if ((err = read_record(db, off, lsn, prev, &buf, &cap, &r, &valid)) || !valid)

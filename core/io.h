@@ -78,6 +78,10 @@ struct alex_io_ops {
 	 * else init says EINVAL); *wrote: the bytes it wrote to make the file
 	 * (a tracer records them).  Optional:
 	 * without it the engine reads the log at every catch-up (shm.c). */
+	/* A second, write-only descriptor of fd's file whose writes go past
+	 * the page cache (O_DIRECT): buffers, offsets and lengths multiples
+	 * of 512.  Optional; EINVAL where the file system refuses. */
+	int (*open_direct)(void *ctx, int fd, int *dfd);
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
 		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
 		       uint32_t *wrote);

@@ -204,6 +204,16 @@ static int mem_open(void *ctx, const char *path, int flags, int *fd)
 	return 0;
 }
 
+/* The same file: a descriptor here is the file's index, and direct
+ * writes change it as any other write does. */
+static int mem_open_direct(void *ctx, int fd, int *dfd)
+{
+	if (!valid_fd(ctx, fd))
+		return EBADF;
+	*dfd = fd;
+	return 0;
+}
+
 static int mem_close(void *ctx, int fd)
 {
 	return valid_fd(ctx, fd) ? 0 : EBADF;
@@ -559,6 +569,7 @@ static const struct alex_io_ops mem_ops = {
 	.close = mem_close,
 	.pread = mem_pread,
 	.pwrite = mem_pwrite,
+	.open_direct = mem_open_direct,
 	.fdatasync = mem_fdatasync,
 	.write_out = mem_write_out,
 	.ftruncate = mem_ftruncate,

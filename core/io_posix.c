@@ -43,6 +43,30 @@ static int px_open(void *ctx, const char *path, int flags, int *fd)
 	return 0;
 }
 
+/* Through /proc, not by name: the name may already be another file's
+ * (a log made anew); checked to be the same file all the same. */
+static int px_open_direct(void *ctx, int fd, int *dfd)
+{
+	char path[40];
+	struct stat a, b;
+	long r;
+
+	(void)ctx;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	do
+		r = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == ENOENT ? EOPNOTSUPP : errno; /* no /proc */
+	if (syscall(SYS_fstat, fd, &a) < 0 || syscall(SYS_fstat, (int)r, &b) < 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		syscall(SYS_close, (int)r);
+		return EOPNOTSUPP;
+	}
+	*dfd = (int)r;
+	return 0;
+}
+
 static int px_close(void *ctx, int fd)
 {
 	(void)ctx;
@@ -363,6 +387,7 @@ static void px_shm_unmap(void *ctx, void *region)
 static const struct alex_io_ops posix_ops = {
 	.open = px_open,
 	.close = px_close,
+	.open_direct = px_open_direct,
 	.pread = px_pread,
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,

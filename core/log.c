@@ -110,6 +110,15 @@ int alex_log_lock_ckpt(struct alex_db *db, int on)
 		  : db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_CKPT, ALEX_UNLOCK);
 }
 
+/* The direct descriptor goes with the log's (io_mem's is the same one). */
+static void direct_close(struct alex_db *db)
+{
+	if (db->log_dfd >= 0 && db->log_dfd != db->log_fd)
+		db->io.ops->close(db->io.ctx, db->log_dfd);
+	db->log_dfd = -1;
+	db->log_direct = 0;
+}
+
 static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_t data_off)
 {
 	db->hdr.version = alex_loghdr_next_version(db->hdr.version); /* format.h */
@@ -189,6 +198,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 			     1)) ||
 	    (err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
 		goto out;
+	direct_close(db);
 	db->log_fd = fd;
 	db->log_pid = (int)getpid();
 	db->log_stub = 0; /* a stub it replaced is gone */
@@ -301,6 +311,7 @@ int alex_log_open(struct alex_db *db)
 	struct alex_finfo fi;
 	int err, fd;
 
+	direct_close(db);
 	alex_shm_detach(db);
 	db->log_fd = -1;
 	db->epoch_live = 0;
@@ -338,8 +349,26 @@ int alex_log_open(struct alex_db *db)
 	return err == ALEX_ENOLOG ? 0 : err;
 }
 
+void alex_log_direct_try(struct alex_db *db)
+{
+	/* FULL mode only: NORMAL's records wait in the page cache for the
+	 * flusher, and several commits share a page there (stage.c) */
+	if (db->log_direct || !db->cfg.direct || db->cfg.sync != ALEX_SYNC_FULL ||
+	    db->log_fd < 0 || db->log_stub || db->hdr.version != ALEX_FORMAT_V6 ||
+	    db->st.direct_refused || !db->io.ops->open_direct)
+		return;
+	int err = db->io.ops->open_direct(db->io.ctx, db->log_fd, &db->log_dfd);
+	if (err) {
+		db->st.direct_refused = err;
+		db->log_dfd = -1;
+		return;
+	}
+	db->log_direct = 1;
+}
+
 void alex_log_drop(struct alex_db *db)
 {
+	direct_close(db);
 	alex_shm_detach(db);
 	/* a sync outside the lock may still run on it: closed when it ends */
 	if (db->log_fd >= 0 && db->bg.on && db->bg.fd == db->log_fd)
@@ -443,7 +472,19 @@ int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
 		return err;
 	if ((err = alex_log_prealloc(db, db->append_off + rec_len)))
 		return err;
-	if ((err = alex_log_pwrite(db, db->log_fd, db->rec, rec_len, db->append_off)))
+	int direct = db->log_direct;
+	err = alex_log_pwrite_via(db, db->log_fd, direct ? db->log_dfd : db->log_fd, db->rec,
+				  rec_len, db->append_off);
+	if (err == EINVAL && direct) {
+		/* the file system wants larger units after all (a 4096-byte
+		 * logical sector): through the page cache from now on */
+		db->st.direct_refused = EINVAL;
+		direct_close(db);
+		err = alex_log_pwrite(db, db->log_fd, db->rec, rec_len, db->append_off);
+	} else if (!err && direct) {
+		db->st.direct_writes++;
+	}
+	if (err)
 		return err;
 	if (db->append_off + rec_len > db->alloc_end)
 		db->alloc_end = db->append_off + rec_len;

@@ -13,6 +13,10 @@ int alex_log_open(struct alex_db *db);
 int alex_log_reopen(struct alex_db *db);
 /* Closes the log (and unmaps its change counter, shm.c). */
 void alex_log_drop(struct alex_db *db);
+/* FULL mode, a log of format 6, ALEX_DIRECT: open the log's direct
+ * descriptor if it is not open (records then go through it, stage.c);
+ * a refusal is kept in the stats and not tried again. */
+void alex_log_direct_try(struct alex_db *db);
 /* Was the log removed or made by another process since we opened it?
  * Also refreshes alloc_end. */
 int alex_log_changed(struct alex_db *db, int *changed);

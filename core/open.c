@@ -37,6 +37,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->protect_base = 1;
 	cfg->remove_log = 0;
 	cfg->crypt_buffer_bytes = 64u << 10;
+	cfg->direct = 1;
 }
 
 static int config_ok(const struct alex_config *c)
@@ -156,6 +157,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		return ALEX_ENOMEM;
 	db->io = db->io_plain = io ? *io : alex_io_posix;
 	db->log_fd = -1;
+	db->log_dfd = -1;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->base_fd[f] = -1;
 	if (cfg)

@@ -368,7 +368,9 @@ static int adopt(alex_db *db)
 	    db->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(db, &end)) ||
 	    end == ALEX_LOG_DATA)
 		return err;
-	return adopt_next_epoch(db, end, &adopted);
+	/* the epoch that follows begins on the next block (log.c), though a
+	 * record of format 6 may end on any sector */
+	return adopt_next_epoch(db, alex_roundup_block(end), &adopted);
 }
 
 /* A fenced epoch without its fence on the base, and no record of it at its
@@ -446,7 +448,7 @@ int alex_recover(alex_db *db)
 	 * every transaction.)  A stale record ends an abandoned chain, which
 	 * legitimately leaves higher lsns of the old chain behind it. */
 	if (db->st.stop_reason != ALEX_STOP_STALE &&
-	    (err = look_past(db, db->st.stop_offset + ALEX_BLOCK, db->next_lsn)))
+	    (err = look_past(db, db->st.stop_offset + ALEX_SECTOR, db->next_lsn)))
 		return err;
 	db->st.dropped_records = uncommitted + (db->st.stop_reason > ALEX_STOP_STALE);
 	db->st.log_used = db->append_off - alex_data_off(db);

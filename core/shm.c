@@ -195,12 +195,18 @@ static int begin_change(struct alex_db *db, int fd, struct alex_shm_look *l, int
 
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off)
 {
+	return alex_log_pwrite_via(db, fd, fd, buf, n, off);
+}
+
+int alex_log_pwrite_via(struct alex_db *db, int fd, int via, const void *buf, size_t n,
+			uint64_t off)
+{
 	struct alex_shm_look l;
 	int counted, err = begin_change(db, fd, &l, &counted);
 
 	if (err)
 		return err;
-	err = db->io.ops->pwrite(db->io.ctx, fd, buf, n, off);
+	err = db->io.ops->pwrite(db->io.ctx, via, buf, n, off);
 	if (counted)
 		leave(db, &l, err);
 	return err;

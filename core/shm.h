@@ -51,6 +51,10 @@ void alex_shm_retire(struct alex_db *db);
  * counted as a change, before and after; refused with the mapping's error
  * when it cannot be counted (above). */
 int alex_log_pwrite(struct alex_db *db, int fd, const void *buf, size_t n, uint64_t off);
+/* The same change of fd, its bytes written through via (the log's direct
+ * descriptor, log.c). */
+int alex_log_pwrite_via(struct alex_db *db, int fd, int via, const void *buf, size_t n,
+			uint64_t off);
 int alex_log_truncate(struct alex_db *db, int fd, uint64_t size);
 /* Reserves log space without writing it (io.h: allocate); EOPNOTSUPP
  * where it cannot. */

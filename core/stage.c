@@ -10,6 +10,7 @@
 #include "crc32c.h"
 #include "log_xts.h"
 #include "engine.h"
+#include "log.h"
 
 static int ks_cmp(const void *a, const void *b)
 {
@@ -77,6 +78,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	uint32_t k = 0;
 	int err;
 
+	alex_log_direct_try(db); /* before rec_len_for */
 	for (uint32_t i = 0; i < c->used; i++)
 		if (c->slot_key[i])
 			db->order[k++] = (struct alex_ks){ c->slot_key[i], i };

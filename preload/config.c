@@ -273,6 +273,10 @@ static void engine_settings(struct alex_config *e)
 	x = (unsigned long long)e->checkpoint_on_close;
 	if (!number("ALEX_CHECKPOINT_ON_CLOSE", 0, 1, &x))
 		e->checkpoint_on_close = (int)x;
+	/* FULL mode's records past the page cache, in sectors (format.h) */
+	x = (unsigned long long)e->direct;
+	if (!number("ALEX_DIRECT", 0, 1, &x))
+		e->direct = (int)x;
 	/* with a key: the database file's writes are encrypted through a
 	 * buffer of this size, one per database, never more (the seed's
 	 * bounded bounce memory) */
@@ -340,11 +344,5 @@ int alex_config_load(void)
 #ifdef ALEX_TESTING
 	test_settings();
 #endif
-	/* Settings of features this build does not have: refusing is the only
-	 * honest answer (an ignored key file would mean unencrypted data). */
-	static const char *const unsupported[] = { "ALEX_DIRECT" };
-	for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
-		if (getenv(unsupported[i]))
-			bad(unsupported[i], getenv(unsupported[i]), "unset: not supported by this build");
 	return alex_cfg.bad ? -1 : 0;
 }

@@ -36,6 +36,9 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	to->checkpoint_failures += s->checkpoint_failures;
 	to->recovered_commits += s->recovered_commits;
 	to->remote_commits += s->remote_commits;
+	to->direct_writes += s->direct_writes;
+	if (s->direct_refused)
+		to->direct_refused = s->direct_refused;
 }
 
 void alex_stats_add_engine(const struct alex_stats *s)
@@ -83,7 +86,7 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"dedup_hits\": %llu, "
 		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_failures\": %llu, "
 		"\"recovered_commits\": %llu, \"remote_commits\": %llu, "
-		"\"refreshes_skipped\": %llu}%s",
+		"\"refreshes_skipped\": %llu, \"direct_writes\": %llu, \"direct_refused\": %d}%s",
 		(int)getpid(),
 		alex_cfg.engine.sync == ALEX_SYNC_FULL ? "full"
 		: alex_cfg.engine.sync == ALEX_SYNC_NORMAL ? "normal" : "off",
@@ -95,7 +98,7 @@ void alex_stats_write(const struct alex_stats *live)
 		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.dedup_hits),
 		C(e.checkpoints),
 		C(e.checkpoint_blocks), C(e.checkpoint_failures), C(e.recovered_commits),
-		C(e.remote_commits), C(e.refreshes_skipped), "");
+		C(e.remote_commits), C(e.refreshes_skipped), C(e.direct_writes), e.direct_refused, "");
 #ifdef ALEX_TESTING
 	if (alex_cfg.test) { /* the calls a power-cut or fault campaign numbers */
 		uint64_t ops, cls[ALEX_TEST_NCLASS];

@@ -131,6 +131,7 @@ Test(corrupt, stale_record_after_recovered_hole_stays_dead)
 	size_t len, got;
 
 	small_config(&cfg);
+	cfg.direct = 0; /* records of a block each, below */
 	cr_assert_eq(alex_open(DB, &cfg, &io, &db), 0);
 	for (uint32_t t = 1; t <= 3; t++) { /* (t + 1) % 3 != 0: compressible */
 		fill_block(b, t == 2 ? 4 : t, 1);

@@ -161,6 +161,7 @@ static uint64_t commit_cost(alex_db *db, uint32_t txn, uint64_t *ops)
 
 Test(engine, header_embedding_and_one_write_one_sync)
 {
+	cfg.direct = 0; /* counts whole blocks (stage.c: rec_len_for) */
 	alex_db *db = open_db();
 	uint64_t ops;
 	size_t len;
@@ -181,6 +182,7 @@ Test(engine, header_embedding_and_one_write_one_sync)
 Test(engine, compression_off_and_threshold)
 {
 	cfg.compress = ALEX_COMPRESS_OFF;
+	cfg.direct = 0; /* counts whole blocks (stage.c: rec_len_for) */
 	alex_db *db = open_db();
 	uint64_t ops;
 	commit_cost(db, 4, &ops);
@@ -378,6 +380,7 @@ static uint64_t checkpoints_after(enum alex_sync sync, uint32_t distinct)
 
 Test(engine, early_checkpoint_when_cheap)
 {
+	cfg.direct = 0; /* a record a block: 1100 of them pass 4 MiB */
 	cr_expect_geq(checkpoints_after(ALEX_SYNC_FULL, 10), 1, "few pages, FULL: early");
 }
 
@@ -997,6 +1000,7 @@ Test(engine, a_slot_of_an_unknown_version_refuses_the_log)
 Test(engine, record_padding_is_zeros_after_a_larger_record)
 {
 	cfg.compress = ALEX_COMPRESS_OFF;
+	cfg.direct = 0; /* counts whole blocks (stage.c: rec_len_for) */
 	cfg.checkpoint_bytes = 64u << 20;
 	alex_db *db = open_db();
 	uint8_t b[BLK];
@@ -1031,4 +1035,42 @@ Test(engine, record_padding_is_zeros_after_a_larger_record)
 				     (unsigned long long)(i - rec), round);
 	}
 	alex_close(db);
+}
+
+/* FULL mode writes a log of format 6 direct: a small commit takes the
+ * sectors it needs, not a block (format.h), and the next record begins on
+ * the next sector; ALEX_DIRECT=0 gives back whole blocks. */
+Test(engine, direct_records_take_sectors)
+{
+	struct alex_stats st;
+
+	cfg.compress = ALEX_COMPRESS_LZ4;
+	for (int direct = 1; direct >= 0; direct--) {
+		alex_mem_free(mem);
+		mem = alex_mem_new();
+		io = alex_mem_io(mem);
+		cfg.direct = direct;
+		alex_db *db = open_db();
+		uint8_t b[BLK];
+		uint64_t used = 0;
+		for (uint32_t t = 1; t <= 4; t++) {
+			memset(b, (int)t, BLK); /* compresses to a few bytes */
+			cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+			cr_assert_eq(alex_commit(db), 0);
+			alex_stats(db, &st);
+			uint64_t rec = st.log_used - used;
+			used = st.log_used;
+			if (t == 1)
+				continue; /* the epoch's first also carries block 0 */
+			if (direct)
+				cr_expect(rec > 0 && rec < BLK && rec % ALEX_SECTOR == 0,
+					  "commit %u: %lu bytes", t, (unsigned long)rec);
+			else
+				cr_expect_eq(rec, BLK, "commit %u", t);
+		}
+		cr_expect_eq(st.direct_writes, direct ? 4u : 0u, "direct %d: %lu", direct,
+			     (unsigned long)st.direct_writes);
+		cr_expect_eq(st.direct_refused, 0);
+		alex_close(db);
+	}
 }

@@ -89,7 +89,7 @@ Test(inspect, commits_in_log_order)
 		cr_expect_eq(seen[i].state, ALEX_RS_COMMITTED, "record %d", i);
 		cr_expect_eq(seen[i].flags, ALEX_REC_COMMIT);
 		cr_expect_eq(seen[i].nblocks, (uint32_t)i + 1);
-		cr_expect_eq(seen[i].rec_len % BLK, 0u);
+		cr_expect_eq(seen[i].rec_len % ALEX_SECTOR, 0u);
 		cr_expect_eq(conds[i][0], 0);
 		if (i) {
 			cr_expect_eq(seen[i].off, seen[i - 1].off + seen[i - 1].rec_len);
@@ -220,7 +220,7 @@ Test(inspect, damage_ends_the_walk)
 	uint8_t *copy = malloc(len);
 	cr_assert_not_null(copy);
 	memcpy(copy, log, len);
-	copy[second + seen[1].rec_len - BLK + 100] ^= 0x10; /* inside its payload */
+	copy[second + ALEX_REC_FIXED + ALEX_REC_ENTRY + 100] ^= 0x10; /* inside its payload */
 	cr_assert_eq(alex_mem_set(mem, LOG, copy, len), 0);
 	free(copy);
 	db = open_on(&io);

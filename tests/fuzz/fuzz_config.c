@@ -38,7 +38,7 @@
 
 #define MAX_INPUT 16384
 
-enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, UNSUPPORTED, TRACE, FLAG, KEYFILE };
+enum kind { CHOICE, NUMBER, MATCH, STATS, POWERCUT, FAULT, REPORT, TRACE, FLAG, KEYFILE };
 
 static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
 static const char *const modes[] = { "alex", "off", "trace", NULL };
@@ -78,7 +78,7 @@ static const struct var {
 	[V_TEST_FAULT] = { "ALEX_TEST_FAULT", FAULT, classes, 0, 0, 0 },
 	[V_TEST_REPORT] = { "ALEX_TEST_REPORT", REPORT, NULL, 0, 0, 0 },
 	[V_KEY_FILE] = { "ALEX_KEY_FILE", KEYFILE, NULL, 0, 0, 0 },
-	[V_DIRECT] = { "ALEX_DIRECT", UNSUPPORTED, NULL, 0, 0, 0 },
+	[V_DIRECT] = { "ALEX_DIRECT", NUMBER, NULL, 0, 1, 0 },
 	[V_TRACE] = { "ALEX_TRACE", TRACE, NULL, 0, 0, 0 },
 	[V_TRACE_ALL] = { "ALEX_TRACE_ALL", FLAG, NULL, 0, 1, 0 },
 };
@@ -104,6 +104,7 @@ static uint64_t setting(int i)
 	case V_PREALLOC_MB: return e->prealloc_bytes;
 	case V_CHECKPOINT_ON_CLOSE: return (uint64_t)e->checkpoint_on_close;
 	case V_CRYPT_KB: return e->crypt_buffer_bytes;
+	case V_DIRECT: return (uint64_t)e->direct;
 	}
 	abort();
 }
@@ -125,6 +126,7 @@ static uint64_t default_setting(int i)
 	case V_PREALLOC_MB: return d.prealloc_bytes;
 	case V_CHECKPOINT_ON_CLOSE: return (uint64_t)d.checkpoint_on_close;
 	case V_CRYPT_KB: return d.crypt_buffer_bytes;
+	case V_DIRECT: return (uint64_t)d.direct;
 	}
 	abort();
 }
@@ -392,9 +394,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ok = !v || (*v && strlen(v) < sizeof t->report);
 			if (ok)
 				check(strcmp(t->report, v ? v : "") == 0);
-			break;
-		case UNSUPPORTED:
-			ok = !v;
 			break;
 		case KEYFILE: {
 			/* good exactly when the file is a key; the engine gets it */

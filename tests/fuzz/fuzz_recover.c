@@ -27,7 +27,7 @@ static void repair(uint8_t *log, size_t len, uint32_t salt)
 	uint64_t lsn = 1;
 	uint32_t prev = salt;
 
-	for (size_t off = ALEX_LOG_DATA; off + ALEX_BLOCK <= len; off += ALEX_BLOCK) {
+	for (size_t off = ALEX_LOG_DATA; off + ALEX_SECTOR <= len; off += ALEX_SECTOR) {
 		uint8_t *r = log + off;
 		if (alex_get32(r) != ALEX_REC_MAGIC)
 			continue;
