@@ -56,6 +56,7 @@ static struct {
 	struct undo *u;
 	size_t n, cap;
 	unsigned char is_log[MAXFD];
+	int alias[MAXFD]; /* a direct descriptor: its file's other one, + 1 */
 	int fault_done;
 } T = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -184,6 +185,30 @@ static int remember(int fd, uint64_t off, size_t len, int trunc)
 	return 0;
 }
 
+/* A direct descriptor's writes are its file's: numbered, undone and synced
+ * with the descriptor it was opened from (log.c: the log's fdatasync). */
+static int as_file(int fd)
+{
+	return fd >= 0 && fd < MAXFD && T.alias[fd] ? T.alias[fd] - 1 : fd;
+}
+
+static int t_open_direct(void *ctx, int fd, int *dfd)
+{
+	if (!P()->open_direct)
+		return EOPNOTSUPP;
+	int err = P()->open_direct(ctx, fd, dfd);
+	if (!err && *dfd >= MAXFD) {
+		P()->close(ctx, *dfd);
+		return EOPNOTSUPP;
+	}
+	if (!err) {
+		pthread_mutex_lock(&T.mu);
+		T.alias[*dfd] = fd + 1;
+		pthread_mutex_unlock(&T.mu);
+	}
+	return err;
+}
+
 static int is_log(int fd)
 {
 	return fd >= 0 && fd < MAXFD && T.is_log[fd];
@@ -218,7 +243,7 @@ static int t_close(void *ctx, int fd)
 			T.u[i].fd = dup;
 		}
 	if (fd >= 0 && fd < MAXFD)
-		T.is_log[fd] = 0;
+		T.is_log[fd] = T.alias[fd] = 0;
 	pthread_mutex_unlock(&T.mu);
 	return P()->close(ctx, fd);
 }
@@ -231,15 +256,16 @@ static int t_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t 
 static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
 	pthread_mutex_lock(&T.mu);
-	enum alex_test_class c = !is_log(fd) ? ALEX_TEST_CKPTWRITE
+	int f = as_file(fd);
+	enum alex_test_class c = !is_log(f) ? ALEX_TEST_CKPTWRITE
 				 : alex_all_zero(buf, n) ? ALEX_TEST_GROW : ALEX_TEST_LOGWRITE;
 	int err = before("pwrite", c);
 	if (!err)
-		err = remember(fd, off, n, 0);
+		err = remember(f, off, n, 0);
 	if (!err)
 		err = P()->pwrite(ctx, fd, buf, n, off);
 	if (!err)
-		alex_test_record(ALEX_TR_WRITE, fd, 0, off, n, buf, NULL, NULL);
+		alex_test_record(ALEX_TR_WRITE, f, 0, off, n, buf, NULL, NULL);
 	pthread_mutex_unlock(&T.mu);
 	return err;
 }
@@ -401,6 +427,7 @@ static void t_shm_unmap(void *ctx, void *region)
 static const struct alex_io_ops test_ops = {
 	.open = t_open,
 	.close = t_close,
+	.open_direct = t_open_direct,
 	.pread = t_pread,
 	.pwrite = t_pwrite,
 	.fdatasync = t_fdatasync,

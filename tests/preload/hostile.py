@@ -16,6 +16,7 @@ import struct
 import sys
 
 BLOCK = 4096
+SECTOR = 512  # records' unit from format 6 on (core/format.h)
 DATA = 8192
 
 
@@ -42,7 +43,7 @@ def records(buf):
     off = DATA
     while off + 112 <= len(buf) and buf[off:off + 4] == b"ALXR":
         rec_len = struct.unpack_from("<I", buf, off + 8)[0]
-        if rec_len < BLOCK or rec_len % BLOCK:
+        if rec_len < SECTOR or rec_len % SECTOR:
             break
         yield off, rec_len
         off += rec_len
