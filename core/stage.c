@@ -25,13 +25,17 @@ static int ks_cmp(const void *a, const void *b)
  * mode writes each commit to the device at its sync, and the page cache
  * writes whole pages: a record ending mid-page would make the next commit
  * write that page again, so it ends at the page's end -- unless the log is
- * written direct (ALEX_DIRECT), one sector at a time.
+ * written direct (ALEX_DIRECT), one sector at a time.  A direct record that
+ * grows the file (a new log's first) ends at a page's end too: the zeros
+ * that grow the log next go through the page cache, which would write its
+ * page, acknowledged sectors and all, again (review).
  */
 static uint64_t rec_len_for(const alex_db *db, uint64_t pos)
 {
 	if (db->hdr.version != ALEX_FORMAT_V6)
 		return alex_roundup_block(pos);
-	if (db->cfg.sync == ALEX_SYNC_FULL && !db->log_direct)
+	if (db->cfg.sync == ALEX_SYNC_FULL &&
+	    (!db->log_direct || db->append_off + alex_roundup_sector(pos) > db->alloc_end))
 		return alex_roundup_block(db->append_off + pos) - db->append_off;
 	return alex_roundup_sector(pos);
 }
