@@ -63,6 +63,19 @@ static inline void sqlite_like_file(alex_mem *m, uint8_t *page1)
 	alex_mem_set(m, DB, d, sizeof d);
 }
 
+/* A commit as SQLite makes one: block 1 all v, and page 1 (the file's,
+ * from sqlite_like_file) with v at byte 200. */
+static inline void sqlite_like_commit(alex_db *db, uint8_t *page1, uint8_t v)
+{
+	static uint8_t b[BLK];
+
+	memset(b, v, BLK);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, BLK), 0);
+	page1[200] = v;
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, page1, BLK, 0), 0);
+	cr_assert_eq(alex_commit(db), 0);
+}
+
 /* Opens the database of a (crash) image without checkpointing it at
  * close, and puts the first byte of its block at offset at into *v, and
  * its statistics into *st if st; 0, or alex_open's error. */

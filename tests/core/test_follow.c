@@ -297,15 +297,11 @@ Test(follow, a_records_tail_alone_never_breaks_the_epoch_before)
  * recovery adopts the epoch from the record itself (recover.c:
  * adopt_next_epoch), where the base's fence cannot say it was fenced.
  */
-static uint8_t page1[BLK], blk[BLK];
+static uint8_t page1[BLK];
 
 static void one_commit(alex_db *db, uint8_t v)
 {
-	memset(blk, v, BLK);
-	cr_assert_eq(alex_write(db, ALEX_FILE_DB, blk, BLK, BLK), 0);
-	page1[200] = v;
-	cr_assert_eq(alex_write(db, ALEX_FILE_DB, page1, BLK, 0), 0);
-	cr_assert_eq(alex_commit(db), 0);
+	sqlite_like_commit(db, page1, v);
 }
 
 static uint8_t block1(alex_mem *img, struct alex_stats *st)
