@@ -157,7 +157,7 @@ static int patterns(void)
  * exist only in libalex-test.so: the shipped library has no code that
  * could roll files back or exit the program, whatever the environment says.
  * ALEX_TEST_POWERCUT=K[:lose|tear|keep[:SEED]] cuts the power at the Kth
- * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc] fails
+ * mutating call (0 only counts), ALEX_TEST_FAULT=CLASS:N[:eio|enospc|einval] fails
  * the Nth call of CLASS, ALEX_TEST_REPORT=FILE gets a line per event,
  * ALEX_TEST_RECORD=FILE gets every change to the database's files.
  */
@@ -214,13 +214,16 @@ static void test_settings(void)
 	if ((v = getenv("ALEX_TEST_FAULT"))) {
 		char *n, *e;
 		int fits = fields(v, buf, sizeof buf, &n, &e);
-		t->fault_err = !e || strcmp(e, "eio") == 0 ? EIO : strcmp(e, "enospc") == 0 ? ENOSPC : 0;
+		t->fault_err = !e || strcmp(e, "eio") == 0 ? EIO
+			       : strcmp(e, "enospc") == 0 ? ENOSPC
+			       : strcmp(e, "einval") == 0 ? EINVAL /* a refused direct write */
+							  : 0;
 		errno = 0;
 		t->fault_at = n ? strtoull(n, &end, 10) : 0;
 		if (!fits || !n || alex_test_class_parse(buf, &t->fault_class) ||
 		    !(*n >= '1' && *n <= '9') ||
 		    *end || errno || !t->fault_err)
-			bad("ALEX_TEST_FAULT", v, "CLASS:N[:eio|enospc], CLASS one of logwrite, grow, "
+			bad("ALEX_TEST_FAULT", v, "CLASS:N[:eio|enospc|einval], CLASS one of logwrite, grow, "
 						  "logsync, ckptwrite, ckptsync, N from 1");
 		alex_cfg.test = 1;
 	}

@@ -195,7 +195,7 @@ static int powercut(const char *v, struct alex_test_cfg *t, int *seeded)
 	return !*p;
 }
 
-/* CLASS:N[:eio|enospc] into *t */
+/* CLASS:N[:eio|enospc|einval] into *t */
 static int fault(const char *v, struct alex_test_cfg *t)
 {
 	size_t n = strcspn(v, ":");
@@ -210,8 +210,8 @@ static int fault(const char *v, struct alex_test_cfg *t)
 		return 1;
 	if (strcmp(p, ":eio") == 0)
 		return 1;
-	t->fault_err = ENOSPC;
-	return strcmp(p, ":enospc") == 0;
+	t->fault_err = strcmp(p, ":einval") == 0 ? EINVAL : ENOSPC;
+	return strcmp(p, ":enospc") == 0 || t->fault_err == EINVAL;
 }
 
 /*

@@ -568,5 +568,27 @@ for i in range(10):
     c.execute("commit"); os.close(other)
 print(c.execute("select count(*) from t").fetchone()[0])'
 
+# FULL mode's direct write refused by the file system (EINVAL, as with a
+# 4 KiB logical sector): the record goes through the page cache instead,
+# the commit succeeds, and the stats say direct writes stopped
+scenario direct-write-refused "20 22 ok" '
+import json, os, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+env = dict(plain, LD_PRELOAD=os.environ["ALEX_TLIB"], ALEX_TEST_FAULT="logwrite:10:einval",
+           ALEX_STATS=d + "/stats")
+subprocess.run([sys.executable, "-c", """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("create table t(x)")
+for i in range(20): c.execute("insert into t values(?)", (i,))
+c.close()
+""", d + "/x.db"], env=env, check=True)
+e = json.load(open(d + "/stats"))["engine"]
+r = sqlite3.connect(d + "/x.db")
+assert e["direct_writes"] > 0, e
+print(r.execute("select count(*) from t").fetchone()[0], e["direct_refused"],
+      r.execute("pragma integrity_check").fetchone()[0])'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
