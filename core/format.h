@@ -229,6 +229,14 @@ static inline uint64_t alex_roundup_sector(uint64_t n)
 	return (n + ALEX_SECTOR - 1) & ~(uint64_t)(ALEX_SECTOR - 1);
 }
 
+/* Where an epoch that follows a short one begins, after a last commit
+ * that ends at end: on the next block (data_off is a multiple of 4096,
+ * records of format 6 end on any sector). */
+static inline uint64_t alex_epoch_follows_at(uint64_t end)
+{
+	return alex_roundup_block(end);
+}
+
 /* How much of a record to read first when room bytes of log follow its
  * start: a block, or all there is (a record is at least a sector). */
 static inline size_t alex_rec_first(uint64_t room)

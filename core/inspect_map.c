@@ -336,7 +336,7 @@ static int adopt(struct rd *r, struct alex_logmap *lm)
 	    lm->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(r, lm, &end)) ||
 	    end == ALEX_LOG_DATA)
 		return err;
-	return alex_lm_adopt(r, lm, alex_roundup_block(end)); /* data_off: a block */
+	return alex_lm_adopt(r, lm, alex_epoch_follows_at(end));
 }
 
 static int read_once(const char *db_path, const char *log_path, struct alex_logmap *lm,

@@ -443,7 +443,7 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 		     fenced_from_start(db, base_hdr) && end > ALEX_LOG_DATA &&
 		     end - ALEX_LOG_DATA < ALEX_LOG_RUN && !ALEX_SPACE_LOW(db) && !db->making_room;
 	new_header(db, db->hdr.epoch + 1, db->next_lsn ? db->next_lsn : 1,
-		   follow ? alex_roundup_block(end) : ALEX_LOG_DATA);
+		   follow ? alex_epoch_follows_at(end) : ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
 	if (follow)
 		db->hdr.flags |= ALEX_HDR_FENCED;

@@ -368,9 +368,7 @@ static int adopt(alex_db *db)
 	    db->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(db, &end)) ||
 	    end == ALEX_LOG_DATA)
 		return err;
-	/* the epoch that follows begins on the next block (log.c), though a
-	 * record of format 6 may end on any sector */
-	return adopt_next_epoch(db, alex_roundup_block(end), &adopted);
+	return adopt_next_epoch(db, alex_epoch_follows_at(end), &adopted);
 }
 
 /* A fenced epoch without its fence on the base, and no record of it at its

@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alex.h"
@@ -74,6 +75,18 @@ static inline void sqlite_like_commit(alex_db *db, uint8_t *page1, uint8_t v)
 	page1[200] = v;
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, page1, BLK, 0), 0);
 	cr_assert_eq(alex_commit(db), 0);
+}
+
+/* A copy of the log of image img (its length into *len), to damage and
+ * put back with alex_mem_set; free it. */
+static inline uint8_t *log_copy(alex_mem *img, size_t *len)
+{
+	const uint8_t *lg = alex_mem_get(img, LOG, len);
+	uint8_t *log = malloc(*len);
+
+	cr_assert_not_null(log);
+	memcpy(log, lg, *len);
+	return log;
 }
 
 /* Opens the database of a (crash) image without checkpointing it at

@@ -343,9 +343,7 @@ static void run(int damage)
 	 * damage, epoch 2's header slot is torn.  Nothing was acknowledged. */
 	alex_mem *img = alex_mem_crash(m, ALEX_CRASH_KEEP, 0);
 	alex_close(db);
-	const uint8_t *lg = alex_mem_get(img, LOG, &len);
-	uint8_t *log = malloc(len);
-	memcpy(log, lg, len);
+	uint8_t *log = log_copy(img, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log, &h), 0);
 	cr_assert_eq(h.epoch, 2);

@@ -43,9 +43,7 @@ static void run_adopt2(int sync, int sync2)
 	/* everything durable; then epoch 2's slot (slot 0) is torn */
 	alex_mem *img = alex_mem_crash(m, ALEX_CRASH_KEEP, 0);
 	alex_close(db);
-	const uint8_t *lg = alex_mem_get(img, LOG, &len);
-	uint8_t *log = malloc(len);
-	memcpy(log, lg, len);
+	uint8_t *log = log_copy(img, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log, &h), 0);
 	cr_assert_eq(h.epoch, 2);
@@ -108,9 +106,7 @@ static void run_lost(int sync)
 		cr_assert_eq(alex_sync_finish(db, alex_sync_run(db)), 0);
 	alex_mem *img = alex_mem_crash(m, ALEX_CRASH_KEEP, 0);
 	alex_close(db);
-	const uint8_t *lg = alex_mem_get(img, LOG, &len);
-	uint8_t *log = malloc(len);
-	memcpy(log, lg, len);
+	uint8_t *log = log_copy(img, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
 	uint64_t off = h.data_off, second = 0;
