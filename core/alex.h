@@ -330,6 +330,7 @@ struct alex_stats {
 	uint64_t spills;
 	uint64_t blocks_logged, blocks_compressed; /* compressed: by LZ4 */
 	uint64_t blocks_gapped;    /* stored without their zero gap (GAP) */
+	uint64_t blocks_delta;     /* stored as changes to an earlier version (DELTA) */
 	uint64_t dedup_hits;       /* writes that replaced a block already pending */
 	uint64_t bytes_logged;     /* record bytes appended to the log */
 	uint64_t direct_writes;    /* records written past the page cache */

@@ -115,6 +115,7 @@ struct alex_db {
 		uint8_t *img;     /* a block, made with scratch */
 	} p1;
 	struct alex_ks *order;    /* live collector slots sorted by key */
+	struct alex_known *known; /* blocks held by place (known.h), made on first use */
 
 	/* transactions across databases (alex_commit_cond) */
 	const char *cond;         /* the super-journal of the record being staged */

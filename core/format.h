@@ -10,7 +10,7 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_NEW (6; formats 1 to 5 are read too).
+ *     8   4  version    ALEX_FORMAT_NEW (7; formats 1 to 6 are read too).
  *                       GAP blocks are written only in a log of version 3
  *                       or later; a reader that knows only 2 refuses such a
  *                       log whole (below) instead of taking its records for
@@ -26,7 +26,9 @@
  *                       alex-log(5)): flag XTS, which no other version has.
  *                       Version 6 is version 4 with records on 512-byte
  *                       sectors (below): a reader that knows only 4 or 5
- *                       would take a record of 1536 bytes for damage
+ *                       would take a record of 1536 bytes for damage.
+ *                       Version 7 is version 6 with DELTA blocks (below):
+ *                       a reader that knows only 6 would take one for damage
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
  *                       bit 1 FENCED: the database file was marked with this
  *                       epoch's fence before its first COMMIT record; the
@@ -107,8 +109,11 @@
  *                       bit 1 GAP: stored bytes are u16 off, u16 len, then
  *                       the block without the len zero bytes at off
  *                       (off + len <= 4096, len >= 1); never both bits
+ *                       bit 2 DELTA (format 7): the stored bytes change an
+ *                       earlier version of the block (below); alone
  *    10   2  reserved   0
- *    12   4  stored_len 1..4096; exactly 4096 when raw, 4 + 4096 - len for GAP
+ *    12   4  stored_len 1..4096; exactly 4096 when raw, 4 + 4096 - len for GAP,
+ *                       20..1024 for DELTA
  *    16   4  crc        crc32c of the stored bytes
  *
  * Then, for COND, cond_len bytes: the super-journal's absolute path, no NUL;
@@ -128,6 +133,29 @@
  * too).  Writers choose the padding (stage.c): NORMAL mode packs records
  * on sectors; FULL mode ends each record on a 4096-byte boundary unless
  * it writes the log direct (ALEX_DIRECT), sector by sector.
+ *
+ * Deltas (format 7): a DELTA block is the block as it was at an earlier
+ * place in the same epoch's log (its "prev"), changed in a few byte runs
+ * -- a one-row INSERT changes a hundred bytes of a leaf and eight of page
+ * 1, not the 2 KiB that even a GAP leaf stores.  Stored bytes:
+ *
+ *     0   8  prev_off   log offset of prev's stored bytes; prev_off +
+ *                       prev_len is at most this block's own offset
+ *     8   4  prev_len   prev's stored_len
+ *    12   4  prev_crc   prev's crc: prev is read and checked as any block
+ *    16   1  prev_flags prev's flags (raw, LZ4, GAP or DELTA)
+ *    17   1  depth      1..16: deltas from here to a whole block; 1 exactly
+ *                       when prev is not a DELTA, else prev's depth + 1
+ *    18   2  reserved   0
+ *    20      runs, to the end: u16 off, u16 len >= 1, len bytes; in order,
+ *            off at or past the previous run's end, off + len <= 4096
+ *
+ * The block is prev's content with each run's bytes put at its offset.  A
+ * writer takes as prev only a committed place of the epoch whose content
+ * it holds in memory (known.c), so a delta costs no read to write; the
+ * chain's bound keeps a reader's cost to at most 16 short reads.  prev is
+ * earlier in the same chain, so a record that survives a crash has its
+ * prevs too; a place is never written again in its epoch.
  *
  * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
  * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
@@ -150,7 +178,8 @@
 				 made only with a key, so that an ALEX that
 				 cannot decrypt it refuses it whole */
 #define ALEX_FORMAT_V6 6u     /* version 4's layout, records on 512-byte sectors */
-#define ALEX_FORMAT_NEW ALEX_FORMAT_V6 /* what a new log without a key is made with */
+#define ALEX_FORMAT_V7 7u     /* version 6 with DELTA blocks */
+#define ALEX_FORMAT_NEW ALEX_FORMAT_V7 /* what a new log without a key is made with */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
@@ -181,7 +210,12 @@
 #define ALEX_COND_MAX 4096u   /* longest super-journal path a record holds */
 #define ALEX_BLK_LZ4 1u
 #define ALEX_BLK_GAP 2u
+#define ALEX_BLK_DELTA 4u
 #define ALEX_GAP_HDR 4u       /* a GAP block's off and len */
+#define ALEX_DELTA_HDR 20u    /* a DELTA block's prev and depth */
+#define ALEX_DELTA_RUN 4u     /* a run's off and len */
+#define ALEX_DELTA_DEPTH 16u  /* longest chain of deltas */
+#define ALEX_DELTA_MAX 1024u  /* most stored bytes of a DELTA block */
 #define ALEX_NO_TRUNC UINT64_MAX
 /* No logical file may be larger (SQLite's own limit is just below it). */
 #define ALEX_MAX_FILE (1ull << 48)

@@ -21,6 +21,7 @@
 
 #include "codec.h"
 #include "crc32c.h"
+#include "delta.h"
 #include "inspect_map_impl.h"
 
 /* p (an array of *cap elements of size) with room for need: the new
@@ -100,6 +101,7 @@ static int push_rec(struct alex_logmap *lm, const uint8_t *buf, const struct ale
 		x->stored += e.stored_len;
 		x->lz4 += e.flags == ALEX_BLK_LZ4;
 		x->gap += e.flags == ALEX_BLK_GAP;
+		x->delta += e.flags == ALEX_BLK_DELTA;
 		pos += e.stored_len;
 	}
 	lm->nrec++;
@@ -276,20 +278,40 @@ static int scan_tail(struct rd *r, struct alex_logmap *lm, uint64_t next_lsn)
 	return 0;
 }
 
+static int stored_at(void *ctx, const struct alex_loc *l, uint8_t *buf)
+{
+	size_t got;
+
+	if (read_at(*(int *)ctx, buf, l->len, l->off, &got) || got != l->len ||
+	    alex_crc32c(0, buf, l->len) != l->crc)
+		return ALEX_EBADBLOCK;
+	return 0;
+}
+
+static int whole_at(void *ctx, const struct alex_loc *l, uint8_t *blk)
+{
+	uint8_t in[ALEX_BLOCK];
+
+	if (l->len > ALEX_BLOCK || stored_at(ctx, l, in))
+		return ALEX_EBADBLOCK;
+	return alex_codec_unpack(in, l->len, alex_loc_codec(l), blk);
+}
+
 /* The newest page 1 the log holds: its header says the page size. */
 static void read_page1(struct rd *r, struct alex_logmap *lm)
 {
 	const struct alex_loc *l = lm->nblk ? &lm->blk[0].loc : NULL;
+	struct alex_delta_src src = { &r->fd, stored_at, whole_at, NULL, NULL };
 	uint8_t blk[ALEX_BLOCK];
-	size_t got;
 
-	if (!l || lm->blk[0].key != alex_key(ALEX_FILE_DB, 0) || l->len > ALEX_BLOCK ||
-	    read_at(r->fd, r->buf, l->len, l->off, &got) || got != l->len ||
-	    alex_crc32c(0, r->buf, l->len) != l->crc ||
-	    alex_codec_unpack(r->buf, l->len, l->flags, blk))
+	if (!l || lm->blk[0].key != alex_key(ALEX_FILE_DB, 0) ||
+	    !(src.chain = malloc((size_t)ALEX_DELTA_DEPTH * ALEX_DELTA_MAX)))
 		return;
-	memcpy(lm->page1, blk, ALEX_BASE_HDR);
-	lm->have_page1 = 1;
+	if (!alex_delta_load(&src, l, blk, NULL)) {
+		memcpy(lm->page1, blk, ALEX_BASE_HDR);
+		lm->have_page1 = 1;
+	}
+	free(src.chain);
 }
 
 /* Does another descriptor hold the log's open lock?  Asks, takes nothing. */

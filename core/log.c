@@ -33,6 +33,8 @@
 #include "codec.h"
 #include "crc32c.h"
 #include "db.h"
+#include "delta.h"
+#include "known.h"
 #include "log.h"
 #include "log_xts.h"
 #include "protect.h"
@@ -354,7 +356,8 @@ void alex_log_direct_try(struct alex_db *db)
 	/* FULL mode only: NORMAL's records wait in the page cache for the
 	 * flusher, and several commits share a page there (stage.c) */
 	if (db->log_direct || !db->cfg.direct || db->cfg.sync != ALEX_SYNC_FULL ||
-	    db->log_fd < 0 || db->log_stub || db->hdr.version != ALEX_FORMAT_V6 ||
+	    db->log_fd < 0 || db->log_stub || db->hdr.version < ALEX_FORMAT_V6 ||
+	    db->hdr.version == ALEX_FORMAT_XTS ||
 	    db->st.direct_refused || !db->io.ops->open_direct)
 		return;
 	int err = db->io.ops->open_direct(db->io.ctx, db->log_fd, &db->log_dfd);
@@ -564,8 +567,10 @@ int alex_log_remove(struct alex_db *db)
 	return err;
 }
 
-int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+/* A block that is not a DELTA, read and decoded. */
+static int read_whole(void *ctx, const struct alex_loc *loc, uint8_t *blk)
 {
+	struct alex_db *db = ctx;
 	uint8_t *in = db->scratch;
 	size_t got;
 	int err;
@@ -585,3 +590,48 @@ int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t 
 		return 0;
 	return alex_codec_unpack(in, loc->len, alex_loc_codec(loc), blk);
 }
+
+/* A DELTA's stored bytes; a sealed log has none (format 5). */
+static int read_stored(void *ctx, const struct alex_loc *loc, uint8_t *buf)
+{
+	struct alex_db *db = ctx;
+	size_t got;
+	int err;
+
+	if (alex_log_sealed(db))
+		return ALEX_EBADBLOCK;
+	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, buf, loc->len, loc->off, &got)))
+		return err;
+	return got == loc->len && alex_crc32c(0, buf, loc->len) == loc->crc ? 0 : ALEX_EBADBLOCK;
+}
+
+static const uint8_t *known_at(void *ctx, const struct alex_loc *loc)
+{
+	return alex_known_get(ctx, loc, NULL);
+}
+
+int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+{
+	return alex_log_read_depth(db, loc, blk, NULL);
+}
+
+int alex_log_read_depth(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk,
+			uint32_t *depth)
+{
+	const uint8_t *img = alex_known_get(db, loc, depth);
+
+	if (img) {
+		memcpy(blk, img, ALEX_BLOCK);
+		return 0;
+	}
+	if (alex_loc_codec(loc) != ALEX_BLK_DELTA) {
+		if (depth)
+			*depth = 0;
+		return read_whole(db, loc, blk);
+	}
+	struct alex_delta_src src = { db, read_stored, read_whole, known_at, alex_known_chain(db) };
+	if (!src.chain)
+		return ALEX_ENOMEM;
+	return alex_delta_load(&src, loc, blk, depth);
+}
+

@@ -9,6 +9,7 @@
 #include "ckpt.h"
 #include "codec.h"
 #include "engine.h"
+#include "known.h"
 #include "log.h"
 #include "log_xts.h"
 #include "protect.h"
@@ -80,6 +81,7 @@ static void free_db(alex_db *db)
 	free(db->p1.img);
 	free(db->order);
 	alex_codec_free(db);
+	alex_known_free(db);
 	alex_log_xts_free(db);
 	alex_xts_io_free(db->xio);
 	alex_xts_free(db->xts);

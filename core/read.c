@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "known.h"
 #include "log.h"
 #include "protect.h"
 
@@ -63,6 +64,13 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	if (loc && committed && key == alex_key(ALEX_FILE_DB, 0)) {
 		if (!(err = alex_log_read_block(db, loc, out)))
 			alex_page1_keep(db, loc, out, ALEX_BLOCK);
+		return err;
+	}
+	if (loc && committed && alex_known_wanted(db)) {
+		/* the next commit's delta of it, or another read: no chain */
+		uint32_t depth;
+		if (!(err = alex_log_read_depth(db, loc, out, &depth)))
+			alex_known_put(db, loc, out, depth);
 		return err;
 	}
 	if (loc)

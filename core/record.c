@@ -6,6 +6,7 @@
 
 #include "bytes.h"
 #include "crc32c.h"
+#include "delta.h"
 
 void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghdr *h)
 {
@@ -37,11 +38,12 @@ static void placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
 }
 
 /* An encrypted log's placeholder says 4, as it always did: format 5's
- * readers know it.  A log of format 6 says 6, so that a reader that does
- * not know 6 refuses it by either slot. */
+ * readers know it.  A log of format 6 or 7 says its version, so that a
+ * reader that does not know it refuses the log by either slot. */
 void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
 {
-	placeholder(out, version == ALEX_FORMAT_V6 ? ALEX_FORMAT_V6 : ALEX_FORMAT_VERSION);
+	placeholder(out, version == ALEX_FORMAT_V6 || version == ALEX_FORMAT_V7
+				 ? version : ALEX_FORMAT_VERSION);
 }
 
 /* a log of format 3 made its placeholder with its own version */
@@ -50,7 +52,8 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
 	uint8_t p[ALEX_HDR_SLOT_USED];
 	uint32_t v = alex_get32(in + 8);
 
-	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION && v != ALEX_FORMAT_V6)
+	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION && v != ALEX_FORMAT_V6 &&
+	    v != ALEX_FORMAT_V7)
 		return 0;
 	placeholder(p, v);
 	return memcmp(in, p, sizeof p) == 0;
@@ -63,7 +66,7 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V6)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V7)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
@@ -218,9 +221,12 @@ enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *
 	for (uint32_t i = 0; i < r->nblocks; i++) {
 		struct alex_entry e;
 		alex_entry_decode(tab + (size_t)i * ALEX_REC_ENTRY, &e);
-		if (e.file >= ALEX_NFILES || e.flags > ALEX_BLK_GAP ||
+		if (e.file >= ALEX_NFILES ||
+		    (e.flags > ALEX_BLK_GAP && (e.flags != ALEX_BLK_DELTA || sealed)) ||
 		    e.stored_len == 0 || e.stored_len > ALEX_BLOCK ||
 		    (!e.flags && e.stored_len != ALEX_BLOCK) ||
+		    (e.flags == ALEX_BLK_DELTA &&
+		     (e.stored_len < ALEX_DELTA_HDR || e.stored_len > ALEX_DELTA_MAX)) ||
 		    e.block >= (ALEX_MAX_FILE >> ALEX_BLOCK_SHIFT) ||
 		    tab[(size_t)i * ALEX_REC_ENTRY + 10] || tab[(size_t)i * ALEX_REC_ENTRY + 11])
 			return ALEX_STOP_BAD_TABLE;
@@ -231,6 +237,9 @@ enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *
 		uint32_t off, run; /* the crc holds: bytes a GAP block cannot have */
 		if (e.flags == ALEX_BLK_GAP && !sealed &&
 		    !alex_gap_decode(rec + pos, e.stored_len, &off, &run))
+			return ALEX_STOP_BAD_BLOCK;
+		struct alex_loc prev; /* ... or a DELTA; its prev is checked when read */
+		if (e.flags == ALEX_BLK_DELTA && !alex_delta_check(rec + pos, e.stored_len, &prev, &run))
 			return ALEX_STOP_BAD_BLOCK;
 		pos += e.stored_len;
 	}

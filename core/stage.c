@@ -8,9 +8,11 @@
 
 #include "codec.h"
 #include "crc32c.h"
-#include "log_xts.h"
+#include "delta.h"
 #include "engine.h"
+#include "known.h"
 #include "log.h"
+#include "log_xts.h"
 
 static int ks_cmp(const void *a, const void *b)
 {
@@ -32,7 +34,7 @@ static int ks_cmp(const void *a, const void *b)
  */
 static uint64_t rec_len_for(const alex_db *db, uint64_t pos)
 {
-	if (db->hdr.version != ALEX_FORMAT_V6)
+	if (db->hdr.version < ALEX_FORMAT_V6 || db->hdr.version == ALEX_FORMAT_XTS)
 		return alex_roundup_block(pos);
 	if (db->cfg.sync == ALEX_SYNC_FULL &&
 	    (!db->log_direct || db->append_off + alex_roundup_sector(pos) > db->alloc_end))
@@ -73,6 +75,24 @@ int alex_rec_read(alex_db *db, size_t n, uint64_t off, size_t *got)
 }
 
 /*
+ * A DELTA of img (delta.h) when the block's committed version is one this
+ * engine holds and the chain has room; else 0.  The version in the map,
+ * not in pending: a spill's place may be written again once its
+ * transaction is dropped, a committed one's never in the epoch.
+ */
+static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t *out)
+{
+	const struct alex_loc *l;
+	const uint8_t *old;
+	uint32_t depth;
+
+	if (!alex_known_wanted(db) || alex_map_get(&db->pending, key) || !(l = alex_map_get(&db->map, key)) ||
+	    !(old = alex_known_get(db, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
+		return 0;
+	return alex_delta_make(old, img, l, depth + 1, out);
+}
+
+/*
  * Builds the collector into db->rec as one record; returns its length in
  * *len and the live block count in *n (db->order[0..n) in table order).
  */
@@ -108,7 +128,10 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 		int hdr_at = e.file != ALEX_FILE_DB || db->hdr.version < ALEX_FORMAT_V3 ? -1
 			     : e.block == 0 ? (int)ALEX_BASE_HDR : 0;
 		const uint8_t *img = alex_col_slot(c, db->order[i].slot);
-		e.stored_len = alex_codec_pack(db, img, hdr_at, rec + pos, &how);
+		if ((e.stored_len = try_delta(db, db->order[i].key, img, rec + pos)))
+			how = ALEX_BLK_DELTA;
+		else
+			e.stored_len = alex_codec_pack(db, img, hdr_at, rec + pos, &how);
 		if (alex_log_sealed(db)) {
 			/* XTS takes at least 16 bytes: a shorter form goes raw */
 			if (e.stored_len < ALEX_XTS_MIN) {
@@ -126,6 +149,7 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 		pos += e.stored_len;
 		db->st.blocks_compressed += how == ALEX_BLK_LZ4;
 		db->st.blocks_gapped += how == ALEX_BLK_GAP;
+		db->st.blocks_delta += how == ALEX_BLK_DELTA;
 	}
 	/* the padding is zeros: what an earlier record (or one read in) left
 	 * past pos is cleared, once, and the buffer is zeros from pos on --
@@ -165,6 +189,7 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 		   uint32_t n)
 {
 	uint64_t pos = rec_off + db->staged_hdr_len;
+	uint32_t at = db->staged_hdr_len;
 	int err = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -174,14 +199,18 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 				      (uint32_t)db->hdr.epoch };
 		if (!err)
 			err = alex_map_put(target, db->order[i].key, &l);
-		if (target == &db->map && db->order[i].key == alex_key(ALEX_FILE_DB, 0)) {
-			/* the next transaction's first read: no decode for it */
-			int64_t s = alex_col_find(&db->col, db->order[i].key);
-			if (s >= 0)
-				alex_page1_keep(db, &l, alex_col_slot(&db->col, (uint32_t)s),
-						ALEX_P1_HEAD);
+		if (target == &db->map) {
+			/* the next commit's delta, and the next transaction's
+			 * first read of page 1: no read, no decode for them */
+			const uint8_t *img = alex_col_slot(&db->col, db->order[i].slot);
+			if (alex_known_wanted(db))
+				alex_known_put(db, &l, img,
+					       e.flags == ALEX_BLK_DELTA ? db->rec[at + 17] : 0);
+			if (db->order[i].key == alex_key(ALEX_FILE_DB, 0))
+				alex_page1_keep(db, &l, img, ALEX_P1_HEAD);
 		}
 		pos += e.stored_len;
+		at += e.stored_len;
 	}
 	alex_col_clear(&db->col);
 	db->append_off = rec_off + len;

@@ -39,7 +39,16 @@ const char *inspect_kind_name(const struct alex_lm_rec *x)
 /* How a block is stored (format.h: a block's flags). */
 const char *inspect_codec_name(uint32_t flags)
 {
-	return flags == ALEX_BLK_LZ4 ? "lz4" : flags == ALEX_BLK_GAP ? "gap" : "raw";
+	switch (flags) {
+	case ALEX_BLK_LZ4:
+		return "lz4";
+	case ALEX_BLK_GAP:
+		return "gap";
+	case ALEX_BLK_DELTA:
+		return "delta";
+	default:
+		return "raw";
+	}
 }
 
 const char *inspect_slot_name(enum alex_slot_state s)

@@ -81,17 +81,17 @@ static void text_records(const struct alex_logmap *lm)
 {
 	printf("records: %zu, %llu commits\n", lm->nrec, U(lm->commits));
 	if (lm->nrec)
-		printf("  %-10s %-6s %-6s %-11s %-12s %6s %4s %4s %17s %6s %8s\n", "offset",
-		       "lsn", "txn", "kind", "state", "blocks", "lz4", "gap", "stored/raw", "ratio",
-		       "live");
+		printf("  %-10s %-6s %-6s %-11s %-12s %6s %4s %4s %5s %17s %6s %8s\n", "offset",
+		       "lsn", "txn", "kind", "state", "blocks", "lz4", "gap", "delta", "stored/raw",
+		       "ratio", "live");
 	for (size_t i = 0; i < lm->nrec; i++) {
 		const struct alex_lm_rec *x = &lm->rec[i];
 		uint64_t raw = (uint64_t)x->nblocks * ALEX_BLOCK;
 		char sr[48];
 		snprintf(sr, sizeof sr, "%llu/%llu", U(x->stored), U(raw));
-		printf("  %-10llu %-6llu %-6llu %-11s %-12s %6u %4u %4u %17s %6.2f %8llu\n",
+		printf("  %-10llu %-6llu %-6llu %-11s %-12s %6u %4u %4u %5u %17s %6.2f %8llu\n",
 		       U(x->off), U(x->lsn), U(x->txn), inspect_kind_name(x),
-		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap, sr,
+		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap, x->delta, sr,
 		       x->stored ? (double)raw / (double)x->stored : 1.0, U(x->live));
 		if (x->cond)
 			printf("      super-journal %s\n", x->cond);

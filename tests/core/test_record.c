@@ -177,7 +177,9 @@ ParameterizedTestParameters(record, bad_entries)
 {
 	static struct bad_entry cases[] = {
 		{ 8, 1, ALEX_NFILES, ALEX_STOP_BAD_TABLE },           /* no such file */
-		{ 9, 1, 4, ALEX_STOP_BAD_TABLE },                     /* unknown block flag */
+		{ 9, 1, 8, ALEX_STOP_BAD_TABLE },                     /* unknown block flag */
+		{ 9, 1, 4, ALEX_STOP_BAD_TABLE },                     /* a DELTA of 4096 bytes */
+		{ 9, 1, 5, ALEX_STOP_BAD_TABLE },                     /* both DELTA and LZ4 */
 		{ 9, 1, 3, ALEX_STOP_BAD_TABLE },                     /* both LZ4 and GAP */
 		{ 10, 1, 1, ALEX_STOP_BAD_TABLE },                    /* reserved byte */
 		{ 11, 1, 1, ALEX_STOP_BAD_TABLE },                    /* reserved byte */
@@ -282,7 +284,7 @@ Test(record, header_slot_rules)
 	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
-	slot(buf, ALEX_FORMAT_V6 + 1, 0);
+	slot(buf, ALEX_FORMAT_V7 + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
 	/* format 5 is the encrypted one, and only it says so */
 	slot(buf, ALEX_FORMAT_XTS, ALEX_HDR_XTS);

@@ -16,7 +16,9 @@
  *     of data: alex_codec_pack must round-trip through alex_codec_unpack,
  *     a GAP block must hold what format.h says, and unpacking the raw input
  *     bytes must fail cleanly (and succeed as GAP exactly when its header
- *     is consistent).
+ *     is consistent); the DELTA from the first block to the last must put
+ *     the last back, and the input bytes taken as a DELTA that checks must
+ *     apply within the block.
  * Beyond "no crash", it checks what format.h promises of a record declared
  * valid: every documented bound holds, the encoders reproduce its bytes,
  * and each block's stored bytes decode (raw ones always).
@@ -30,6 +32,7 @@
 #include "format.h"
 #include "codec.h"
 #include "db.h"
+#include "delta.h"
 
 #define EPOCH 1u
 #define LSN 1u
@@ -99,6 +102,18 @@ static void check_blocks(const uint8_t *rec, const struct alex_rec *r)
 		uint8_t *in = malloc(e.stored_len); /* exact: catches over-reads */
 		check(in);
 		memcpy(in, rec + pos, e.stored_len);
+		if (e.flags == ALEX_BLK_DELTA) {
+			/* its prev is read when the block is; the runs fit */
+			struct alex_loc prev;
+			uint32_t depth;
+			check(alex_delta_check(in, e.stored_len, &prev, &depth));
+			check(depth >= 1 && depth <= ALEX_DELTA_DEPTH && prev.len <= ALEX_BLOCK);
+			memset(blk, 0, sizeof blk);
+			alex_delta_apply(in, e.stored_len, blk);
+			free(in);
+			pos += e.stored_len;
+			continue;
+		}
 		int rc = alex_codec_unpack(in, e.stored_len, e.flags, blk);
 		check(rc == 0 || (e.flags == ALEX_BLK_LZ4 && rc == ALEX_EBADBLOCK));
 		if (!e.flags)
@@ -226,6 +241,9 @@ static void fuzz_codec(const uint8_t *data, size_t size)
 			blk[h + 6] = (uint8_t)e;
 		}
 	}
+	uint8_t first[ALEX_BLOCK], *delta = malloc(ALEX_DELTA_MAX);
+	check(delta);
+	memcpy(first, blk, ALEX_BLOCK);
 	for (int k = 0; k < 12; k++) {
 		uint32_t how;
 		if (k)
@@ -242,6 +260,23 @@ static void fuzz_codec(const uint8_t *data, size_t size)
 		if (how == ALEX_BLK_GAP)
 			check_gap(out, len, back);
 	}
+	/* the delta from the first block to the last puts the last back, or
+	 * does not fit and leaves zeros */
+	static const struct alex_loc prev = { ALEX_LOG_DATA, 100, 7, ALEX_BLK_GAP, 1 };
+	uint32_t dl = alex_delta_make(first, blk, &prev, 1, delta);
+	if (dl) {
+		struct alex_loc p;
+		uint32_t depth;
+		check(dl >= ALEX_DELTA_HDR && dl <= ALEX_DELTA_MAX);
+		check(alex_delta_check(delta, dl, &p, &depth) && depth == 1 && p.off == prev.off);
+		memcpy(back, first, ALEX_BLOCK);
+		alex_delta_apply(delta, dl, back);
+		check(memcmp(back, blk, ALEX_BLOCK) == 0);
+	} else {
+		for (uint32_t i = 0; i < ALEX_DELTA_MAX; i++)
+			check(delta[i] == 0);
+	}
+	free(delta);
 	/* arbitrary stored bytes, as a block entry could name them (1..4096,
 	 * copied to an exact buffer so an over-read shows) */
 	uint8_t *in = malloc(n ? n : 1);
@@ -256,6 +291,12 @@ static void fuzz_codec(const uint8_t *data, size_t size)
 			check(rc == ALEX_EBADBLOCK);
 		if (flags == ALEX_BLK_GAP && rc == 0)
 			check_gap(in, (uint32_t)n, back);
+		if (flags == ALEX_BLK_GAP + 1) { /* and as a delta: runs stay in the block */
+			struct alex_loc p;
+			uint32_t depth;
+			if (alex_delta_check(in, (uint32_t)n, &p, &depth))
+				alex_delta_apply(in, (uint32_t)n, back);
+		}
 		if (flags == ALEX_BLK_GAP && n >= 4) {
 			uint32_t run = (uint32_t)in[2] | (uint32_t)in[3] << 8;
 			uint32_t off = (uint32_t)in[0] | (uint32_t)in[1] << 8;

@@ -1,6 +1,7 @@
 /* mkseed - writes seed inputs for a fuzz target into DIR.
- *   recover  real logs made by the engine (spills, compressed and raw
- *            blocks, truncations), minus their header, behind a control byte
+ *   recover  real logs made by the engine (spills, compressed, raw and
+ *            delta blocks, truncations), minus their header, behind a
+ *            control byte
  *   decode   the records of such logs one by one, some compressed, some not,
  *            their header slots, and blocks for the codec round trip
  *   config   typical ALEX_* settings, good and bad
@@ -78,6 +79,13 @@ static alex_mem *make_log(int which, enum alex_compress compress)
 		} else {
 			alex_commit(db);
 		}
+	}
+	/* a block changed a few bytes at a time: chains of DELTA blocks */
+	memset(b, 'z', sizeof b);
+	for (int t = 0; t < 6 + which * 3; t++) {
+		b[(t * 373 + which) % sizeof b] = (uint8_t)t;
+		alex_write(db, ALEX_FILE_DB, b, sizeof b, 4096);
+		alex_commit(db);
 	}
 	alex_close(db);
 	return m;

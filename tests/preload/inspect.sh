@@ -37,7 +37,7 @@ t "a log is left to inspect" [ -s one.db-alex ]
 "$A" inspect one.db >out 2>err
 t "inspect: exit 0" [ $? -eq 0 ]
 t "inspect: records and commits counted" grep -q '^records: 4, 4 commits$' out
-t "inspect: header shown" grep -q '^header: format 6, epoch 1 .*FENCED' out
+t "inspect: header shown" grep -q '^header: format 7, epoch 1 .*FENCED' out
 t "inspect: page 1 listed" grep -q '^pages in the log: 1[-,]' out
 t "inspect: a checkpoint's work shown" grep -q '^checkpoint would write [1-9]' out
 t "inspect: nothing on stderr" [ ! -s err ]
@@ -58,9 +58,9 @@ t "--json: live bytes" jcheck one.json \
 t "--json: not damaged, epoch live" jcheck one.json \
 	"not d['end']['damaged'] and d['epoch_state'] == 'live' and d['header']['epoch'] == 1"
 t "--json: small pages stored without their gap, a record in a block's sectors" jcheck one.json \
-	"all(r['gap_blocks'] == r['blocks'] and r['record_bytes'] <= 4096 and
+	"all(r['gap_blocks'] + r['delta_blocks'] == r['blocks'] and r['record_bytes'] <= 4096 and
 	     r['record_bytes'] % 512 == 0 for r in d['records']) and
-	 all(p['codec'] == 'gap' and p['stored'] < 4096 for p in d['pages'])"
+	 all(p['codec'] in ('gap', 'delta') and p['stored'] < 4096 for p in d['pages'])"
 t "--json: checkpoint of the database file" jcheck one.json \
 	"d['checkpoint']['blocks'] > 0 and d['checkpoint']['files'][0]['path'] == 'one.db'"
 

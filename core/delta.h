@@ -1,0 +1,52 @@
+/*
+ * delta.h - DELTA blocks (format.h, format 7): a block stored as the byte
+ * runs that changed since an earlier version of it in the same log.  Pure:
+ * no I/O and no allocation; the reader of the log is passed in, so that
+ * the engine, the inspector and the fuzzer share one walk of a chain.
+ */
+#ifndef ALEX_DELTA_H
+#define ALEX_DELTA_H
+
+#include <stdint.h>
+
+#include "format.h"
+#include "map.h"
+
+/*
+ * Writes into out (ALEX_DELTA_MAX bytes) the delta that makes img from
+ * old, the content at prev, and returns its length; 0 when it would not
+ * fit, with the bytes it wrote zeros again (out is a record's buffer, whose
+ * padding the stager keeps zero).  depth is the new delta's (prev's + 1).
+ */
+uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
+			 uint32_t depth, uint8_t *out);
+
+/* Are in's len bytes a well-formed delta?  Fills its prev (codec, place,
+ * length, crc; epoch and transaction left 0) and depth. */
+int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uint32_t *depth);
+
+/* Puts a checked delta's runs into blk, which holds prev's content. */
+void alex_delta_apply(const uint8_t *in, uint32_t len, uint8_t *blk);
+
+struct alex_delta_src {
+	void *ctx;
+	/* l's stored bytes into buf (l->len of them), crc checked: 0 or ALEX_E* */
+	int (*stored)(void *ctx, const struct alex_loc *l, uint8_t *buf);
+	/* the content of a block that is not a DELTA: 0 or ALEX_E* */
+	int (*whole)(void *ctx, const struct alex_loc *l, uint8_t *blk);
+	/* the content at l when it is known without reading (may be NULL) */
+	const uint8_t *(*known)(void *ctx, const struct alex_loc *l);
+	uint8_t *chain; /* ALEX_DELTA_DEPTH * ALEX_DELTA_MAX bytes */
+};
+
+/*
+ * The content of the block at loc, any codec: the chain is walked back to
+ * a whole block (or a known one) and its deltas put on it in order.  A
+ * chain that is longer than ALEX_DELTA_DEPTH, goes forward in the log, or
+ * whose depths disagree is damage: ALEX_EBADBLOCK.  *depth (may be NULL)
+ * gets loc's depth, 0 for a whole block.
+ */
+int alex_delta_load(const struct alex_delta_src *src, const struct alex_loc *loc, uint8_t *blk,
+		    uint32_t *depth);
+
+#endif
