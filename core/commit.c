@@ -114,19 +114,23 @@ static uint64_t ckpt_threshold(alex_db *db)
 
 /*
  * In FULL mode, sooner still, from CKPT_EARLY of log on, when the
- * checkpoint is cheap: the pages it would copy are at most a sixteenth of
+ * checkpoint is cheap: the pages it would copy are at most a quarter of
  * the log's bytes (the same few pages written again and again, as inserts
  * into a table do).  The log's space is then written again sooner, and a
  * block is zero-filled only on the log's first pass (log_space.c): the
  * zeros were 40 % of the device bytes of alex-bench's insert run (WAF 87
- * -> 54, mixed 60 -> 44).  A log of many distinct pages (random updates
- * over a large file) still waits for checkpoint_bytes: there a checkpoint
- * would stall the commit that runs it for long.  NORMAL mode writes no
- * zeros, and measured no fewer device bytes this way, only a stall of a
- * few milliseconds every CKPT_EARLY.
+ * -> 54, mixed 60 -> 44).  With DELTA blocks (format 7) a commit logs some
+ * 700 bytes, not 4 KiB: the zeros were half the device bytes again, and
+ * the log holds fewer bytes per page, so 4 MiB and a sixteenth became
+ * 1 MiB and a quarter (insert WAF 14.1 -> 10.0, mixed 12.6 -> 11.0; the
+ * copy is then at most 64 pages).  A log of many distinct pages (random
+ * updates over a large file) still waits for checkpoint_bytes: there a
+ * checkpoint would stall the commit that runs it for long.  NORMAL mode
+ * writes no zeros, and measured no fewer device bytes this way, only a
+ * stall of a few milliseconds every CKPT_EARLY.
  */
-#define CKPT_EARLY (4u << 20)
-#define CKPT_EARLY_RATIO 16u
+#define CKPT_EARLY (1u << 20)
+#define CKPT_EARLY_RATIO 4u
 
 static int ckpt_due(alex_db *db)
 {

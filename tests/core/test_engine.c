@@ -342,11 +342,12 @@ Test(engine, truncate_then_grow_reads_zeros)
 	alex_close(db);
 }
 
-/* Past 4 MiB of log, FULL mode checkpoints early when the copy is cheap
- * (the log's bytes at least 16 times the pages it holds: commit.c,
+/* Past 1 MiB of log, FULL mode checkpoints early when the copy is cheap
+ * (the log's bytes at least 4 times the pages it holds: commit.c,
  * ckpt_due), so the log's zero-filled space is written again sooner; not
  * when the log holds many distinct pages, and not in NORMAL mode.  Each
- * commit writes one block; a record takes a 4 KiB block or more. */
+ * commit writes one whole block (no two alike: no DELTA); a record takes
+ * a 4 KiB block or more. */
 static uint64_t checkpoints_after(enum alex_sync sync, uint32_t distinct)
 {
 	uint8_t b[BLK];
@@ -380,7 +381,7 @@ static uint64_t checkpoints_after(enum alex_sync sync, uint32_t distinct)
 
 Test(engine, early_checkpoint_when_cheap)
 {
-	cfg.direct = 0; /* a record a block: 1100 of them pass 4 MiB */
+	cfg.direct = 0; /* a record a block: 1100 of them pass 1 MiB */
 	cr_expect_geq(checkpoints_after(ALEX_SYNC_FULL, 10), 1, "few pages, FULL: early");
 }
 

@@ -35,7 +35,7 @@ fi
 # file (a checkpoint's copy) comes while everything written to the log is
 # synced -- right after a commit's fdatasync, never between a record's write
 # and its sync; and before the last commit there are few of them (FULL mode
-# checkpoints early when cheap, every 4 MiB of log here: some 1 000
+# checkpoints early when cheap, every 1 MiB of log here: some 1 500
 # commits), where SQLite alone writes two pages a commit.
 rm -f "$tmp"/alex.db*
 ALEX_SYNC=full strace -f -y -e trace=pwrite64,write,fdatasync,fsync -o "$tmp/alex.t" \
