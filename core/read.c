@@ -60,18 +60,18 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	if (!loc)
 		loc = alex_map_get(&db->map, key);
 	/* only a committed record's place is never written again in the
-	 * epoch; a spilled one's may be, after the transaction is dropped */
-	if (loc && committed && key == alex_key(ALEX_FILE_DB, 0)) {
-		if (!(err = alex_log_read_block(db, loc, out)))
-			alex_page1_keep(db, loc, out, ALEX_BLOCK);
-		return err;
-	}
-	if (loc && committed && alex_known_wanted(db)) {
-		/* the next commit's delta of it, or another read: no chain */
+	 * epoch; a spilled one's may be, after the transaction is dropped.
+	 * Such a block is kept: the next commit's delta of it, or another
+	 * read, needs no chain (page 1 also for SQLite's next look at it) */
+	if (loc && committed) {
 		uint32_t depth;
-		if (!(err = alex_log_read_depth(db, loc, out, &depth)))
+		if ((err = alex_log_read_depth(db, loc, out, &depth)))
+			return err;
+		if (alex_known_wanted(db))
 			alex_known_put(db, loc, out, depth);
-		return err;
+		if (key == alex_key(ALEX_FILE_DB, 0))
+			alex_page1_keep(db, loc, out, ALEX_BLOCK);
+		return 0;
 	}
 	if (loc)
 		return alex_log_read_block(db, loc, out);
