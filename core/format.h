@@ -155,7 +155,9 @@
  * it holds in memory (known.c), so a delta costs no read to write; the
  * chain's bound keeps a reader's cost to at most 16 short reads.  prev is
  * earlier in the same chain, so a record that survives a crash has its
- * prevs too; a place is never written again in its epoch.
+ * prevs too; a committed record's place is never written again in its
+ * epoch (an uncommitted tail's, an aborted group's, a failed write's may
+ * be, and none of those is ever a prev).
  *
  * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
  * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
@@ -328,8 +330,10 @@ int alex_rec_peek(const uint8_t *buf, struct alex_rec *r);
 /* Checks the table, each block's crc and the padding of a whole record in
  * rec (r->rec_len bytes).  Returns ALEX_STOP_NONE when all is valid. */
 enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r);
-/* The same for a log of format 5 (sealed): a block's stored bytes are
- * ciphertext, whose GAP header is checked when it is decrypted (codec.c). */
-enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *r, int sealed);
+/* The same for a log of version `version`: in format 5 (sealed) a block's
+ * stored bytes are ciphertext, whose GAP header is checked when it is
+ * decrypted (codec.c); a DELTA block is a format-7 one.  check_body is
+ * the current version's. */
+enum alex_stop alex_rec_check_in(const uint8_t *rec, const struct alex_rec *r, uint32_t version);
 
 #endif

@@ -93,7 +93,7 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev, u
 	if ((err = io->pread(db->io.ctx, db->log_fd, *buf, r->rec_len, off, &got)))
 		return err;
 	*valid = got >= r->rec_len &&
-		 alex_rec_check_sealed(*buf, r, !!(db->hdr.flags & ALEX_HDR_XTS)) == ALEX_STOP_NONE;
+		 alex_rec_check_in(*buf, r, db->hdr.version) == ALEX_STOP_NONE;
 	return 0;
 }
 

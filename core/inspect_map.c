@@ -68,7 +68,8 @@ static int read_rec(struct rd *r, const struct alex_logmap *lm, uint64_t off, ui
 	r->buf = b;
 	if ((err = read_at(r->fd, r->buf, rec->rec_len, off, &got)))
 		return err;
-	*why = got < rec->rec_len ? ALEX_STOP_TRUNCATED : alex_rec_check_sealed(r->buf, rec, !!(lm->hdr.flags & ALEX_HDR_XTS));
+	*why = got < rec->rec_len ? ALEX_STOP_TRUNCATED
+				  : alex_rec_check_in(r->buf, rec, lm->hdr.version);
 	return 0;
 }
 

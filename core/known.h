@@ -2,9 +2,10 @@
  * known.h - blocks whose content this engine holds, by their place in the
  * log: what it wrote last, and what it read.  A writer makes a DELTA only
  * against such a block (delta.h), so a delta costs no read; a reader
- * walking a chain stops at one.  A place is never written again in its
- * epoch, and a new epoch draws a new salt: an entry names its place, its
- * crc and codec, the epoch and the salt, and is right as long as all match.
+ * walking a chain stops at one.  Only committed places are kept; such a
+ * place is never written again in its epoch, and a new epoch draws a new
+ * salt: an entry names its place, its crc and codec, the epoch and the
+ * salt, and is right as long as all match.
  * Direct-mapped by place; a miss costs a whole block in the next record.
  */
 #ifndef ALEX_KNOWN_H

@@ -208,11 +208,14 @@ int alex_rec_peek(const uint8_t *buf, struct alex_rec *r)
 
 enum alex_stop alex_rec_check_body(const uint8_t *rec, const struct alex_rec *r)
 {
-	return alex_rec_check_sealed(rec, r, 0);
+	return alex_rec_check_in(rec, r, ALEX_FORMAT_NEW);
 }
 
-enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *r, int sealed)
+enum alex_stop alex_rec_check_in(const uint8_t *rec, const struct alex_rec *r, uint32_t version)
 {
+	if (!version)
+		version = ALEX_FORMAT_NEW; /* as the slot encoder reads 0 */
+	int sealed = version == ALEX_FORMAT_XTS, deltas = version >= ALEX_FORMAT_V7;
 	const uint8_t *tab = rec + ALEX_REC_FIXED;
 	uint64_t pos = r->hdr_len;
 
@@ -222,7 +225,7 @@ enum alex_stop alex_rec_check_sealed(const uint8_t *rec, const struct alex_rec *
 		struct alex_entry e;
 		alex_entry_decode(tab + (size_t)i * ALEX_REC_ENTRY, &e);
 		if (e.file >= ALEX_NFILES ||
-		    (e.flags > ALEX_BLK_GAP && (e.flags != ALEX_BLK_DELTA || sealed)) ||
+		    (e.flags > ALEX_BLK_GAP && (e.flags != ALEX_BLK_DELTA || !deltas)) ||
 		    e.stored_len == 0 || e.stored_len > ALEX_BLOCK ||
 		    (!e.flags && e.stored_len != ALEX_BLOCK) ||
 		    (e.flags == ALEX_BLK_DELTA &&

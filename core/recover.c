@@ -246,7 +246,7 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 			return 0;
 		}
 	}
-	*why = alex_rec_check_sealed(db->rec, r, !!(db->hdr.flags & ALEX_HDR_XTS));
+	*why = alex_rec_check_in(db->rec, r, db->hdr.version);
 	return 0;
 }
 

@@ -343,3 +343,36 @@ Test(record, header_slot_decode_encode_is_stable)
 	alex_loghdr_encode(b, &g);
 	cr_expect_arr_eq(a, b, sizeof a);
 }
+
+/* A DELTA entry is a format-7 one: in a log of an older version, or an
+ * encrypted one, the same bytes are a bad table, not a block. */
+Test(record, delta_block_only_in_format_7)
+{
+	uint8_t rec[ALEX_BLOCK] = { 0 };
+	uint32_t hdr_len = ALEX_REC_FIXED + ALEX_REC_ENTRY, len = ALEX_DELTA_HDR + 4 + 8;
+	struct alex_entry e = { 3, ALEX_FILE_DB, ALEX_BLK_DELTA, len, 0 };
+	uint8_t *d = rec + hdr_len;
+
+	alex_put64(d, ALEX_LOG_DATA);
+	alex_put32(d + 8, 100);
+	alex_put32(d + 12, 7);
+	d[16] = ALEX_BLK_GAP;
+	d[17] = 1;
+	alex_put16(d + ALEX_DELTA_HDR, 24);
+	alex_put16(d + ALEX_DELTA_HDR + 2, 8);
+	memset(d + ALEX_DELTA_HDR + 4, 0xab, 8);
+	e.crc = alex_crc32c(0, d, len);
+	alex_entry_encode(rec + ALEX_REC_FIXED, &e);
+	struct alex_rec r = { .hdr_len = hdr_len, .rec_len = ALEX_SECTOR, .nblocks = 1 };
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, ALEX_REC_ENTRY);
+	cr_expect_eq(alex_rec_check_in(rec, &r, ALEX_FORMAT_V7), ALEX_STOP_NONE);
+	cr_expect_eq(alex_rec_check_body(rec, &r), ALEX_STOP_NONE, "the current version");
+	cr_expect_eq(alex_rec_check_in(rec, &r, ALEX_FORMAT_V6), ALEX_STOP_BAD_TABLE);
+	cr_expect_eq(alex_rec_check_in(rec, &r, ALEX_FORMAT_V3), ALEX_STOP_BAD_TABLE);
+	cr_expect_eq(alex_rec_check_in(rec, &r, ALEX_FORMAT_XTS), ALEX_STOP_BAD_TABLE);
+	d[17] = 2; /* depth 2 over a whole block: the crc holds, the form does not */
+	e.crc = alex_crc32c(0, d, len);
+	alex_entry_encode(rec + ALEX_REC_FIXED, &e);
+	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, ALEX_REC_ENTRY);
+	cr_expect_eq(alex_rec_check_in(rec, &r, ALEX_FORMAT_V7), ALEX_STOP_BAD_BLOCK);
+}
