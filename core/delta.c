@@ -73,7 +73,7 @@ int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uin
 	prev->len = alex_get32(in + 8);
 	prev->crc = alex_get32(in + 12);
 	prev->flags = in[16];
-	*depth = in[17];
+	*depth = alex_delta_depth(in);
 	if (prev->flags != 0 && prev->flags != ALEX_BLK_LZ4 && prev->flags != ALEX_BLK_GAP &&
 	    prev->flags != ALEX_BLK_DELTA)
 		return 0;

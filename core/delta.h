@@ -25,6 +25,12 @@ uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct al
  * length, crc; epoch and transaction left 0) and depth. */
 int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uint32_t *depth);
 
+/* The depth a well-formed delta's stored bytes say (format.h). */
+static inline uint32_t alex_delta_depth(const uint8_t *in)
+{
+	return in[17];
+}
+
 /* Puts a checked delta's runs into blk, which holds prev's content. */
 void alex_delta_apply(const uint8_t *in, uint32_t len, uint8_t *blk);
 

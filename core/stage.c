@@ -86,8 +86,9 @@ static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t
 	const uint8_t *old;
 	uint32_t depth;
 
-	if (!alex_known_wanted(db) || alex_map_get(&db->pending, key) || !(l = alex_map_get(&db->map, key)) ||
-	    !(old = alex_known_get(db, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
+	if (!alex_known_wanted(db) || alex_map_get(&db->pending, key) ||
+	    !(l = alex_map_get(&db->map, key)) || !(old = alex_known_get(db, l, &depth)) ||
+	    depth >= ALEX_DELTA_DEPTH)
 		return 0;
 	return alex_delta_make(old, img, l, depth + 1, out);
 }
@@ -203,9 +204,9 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 			/* the next commit's delta, and the next transaction's
 			 * first read of page 1: no read, no decode for them */
 			const uint8_t *img = alex_col_slot(&db->col, db->order[i].slot);
+			uint32_t depth = e.flags == ALEX_BLK_DELTA ? alex_delta_depth(db->rec + at) : 0;
 			if (alex_known_wanted(db))
-				alex_known_put(db, &l, img,
-					       e.flags == ALEX_BLK_DELTA ? db->rec[at + 17] : 0);
+				alex_known_put(db, &l, img, depth);
 			if (db->order[i].key == alex_key(ALEX_FILE_DB, 0))
 				alex_page1_keep(db, &l, img, ALEX_P1_HEAD);
 		}
