@@ -567,22 +567,28 @@ int alex_log_remove(struct alex_db *db)
 	return err;
 }
 
+/* loc's stored bytes into buf, their crc checked (still sealed in format 5). */
+static int read_checked(struct alex_db *db, const struct alex_loc *loc, uint8_t *buf)
+{
+	size_t got;
+	int err;
+
+	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, buf, loc->len, loc->off, &got)))
+		return err;
+	return got == loc->len && alex_crc32c(0, buf, loc->len) == loc->crc ? 0 : ALEX_EBADBLOCK;
+}
+
 /* A block that is not a DELTA, read and decoded. */
 static int read_whole(void *ctx, const struct alex_loc *loc, uint8_t *blk)
 {
 	struct alex_db *db = ctx;
-	uint8_t *in = db->scratch;
-	size_t got;
+	uint8_t *in = alex_loc_codec(loc) ? db->scratch : blk; /* raw: straight into place */
 	int err;
 
 	if (loc->len > ALEX_BLOCK)
 		return ALEX_EBADBLOCK;
-	if (!alex_loc_codec(loc))
-		in = blk; /* raw: read straight into place */
-	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, in, loc->len, loc->off, &got)))
+	if ((err = read_checked(db, loc, in)))
 		return err;
-	if (got != loc->len || alex_crc32c(0, in, loc->len) != loc->crc)
-		return ALEX_EBADBLOCK;
 	if (alex_log_sealed(db) &&
 	    (err = alex_log_xts_block(db, 0, in, loc->len, loc->off, loc->epoch, loc->flags >> 8)))
 		return err;
@@ -594,15 +600,7 @@ static int read_whole(void *ctx, const struct alex_loc *loc, uint8_t *blk)
 /* A DELTA's stored bytes; a sealed log has none (format 5). */
 static int read_stored(void *ctx, const struct alex_loc *loc, uint8_t *buf)
 {
-	struct alex_db *db = ctx;
-	size_t got;
-	int err;
-
-	if (alex_log_sealed(db))
-		return ALEX_EBADBLOCK;
-	if ((err = db->io.ops->pread(db->io.ctx, db->log_fd, buf, loc->len, loc->off, &got)))
-		return err;
-	return got == loc->len && alex_crc32c(0, buf, loc->len) == loc->crc ? 0 : ALEX_EBADBLOCK;
+	return alex_log_sealed(ctx) ? ALEX_EBADBLOCK : read_checked(ctx, loc, buf);
 }
 
 static const uint8_t *known_at(void *ctx, const struct alex_loc *loc)
@@ -610,28 +608,36 @@ static const uint8_t *known_at(void *ctx, const struct alex_loc *loc)
 	return alex_known_get(ctx, loc, NULL);
 }
 
-int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+/* The block at loc from the log: known, whole, or a chain walked back;
+ * keep: remember it (a committed place's) when it was not known. */
+static int read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk, int keep)
 {
-	return alex_log_read_depth(db, loc, blk, NULL);
-}
-
-int alex_log_read_depth(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk,
-			uint32_t *depth)
-{
-	const uint8_t *img = alex_known_get(db, loc, depth);
+	const uint8_t *img = alex_known_get(db, loc, NULL);
+	uint32_t depth = 0;
+	int err;
 
 	if (img) {
 		memcpy(blk, img, ALEX_BLOCK);
 		return 0;
 	}
 	if (alex_loc_codec(loc) != ALEX_BLK_DELTA) {
-		if (depth)
-			*depth = 0;
-		return read_whole(db, loc, blk);
+		err = read_whole(db, loc, blk);
+	} else {
+		struct alex_delta_src src = { db, read_stored, read_whole, known_at,
+					      alex_known_chain(db) };
+		err = src.chain ? alex_delta_load(&src, loc, blk, &depth) : ALEX_ENOMEM;
 	}
-	struct alex_delta_src src = { db, read_stored, read_whole, known_at, alex_known_chain(db) };
-	if (!src.chain)
-		return ALEX_ENOMEM;
-	return alex_delta_load(&src, loc, blk, depth);
+	if (!err && keep && alex_known_wanted(db))
+		alex_known_put(db, loc, blk, depth);
+	return err;
 }
 
+int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+{
+	return read_block(db, loc, blk, 0);
+}
+
+int alex_log_read_kept(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+{
+	return read_block(db, loc, blk, 1);
+}

@@ -52,9 +52,9 @@ int alex_log_trim(struct alex_db *db);
 int alex_log_remove(struct alex_db *db);
 /* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
 int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
-/* ... and the block's depth of deltas (delta.h), 0 for a whole one */
-int alex_log_read_depth(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk,
-			uint32_t *depth);
+/* ... and keeps it (known.h), a committed place's, for the next delta of
+ * it or the next read: a block read from a chain is not walked again. */
+int alex_log_read_kept(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
 uint32_t alex_random32(void);
 
 #endif

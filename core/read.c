@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "known.h"
 #include "log.h"
 #include "protect.h"
 
@@ -64,11 +63,8 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	 * Such a block is kept: the next commit's delta of it, or another
 	 * read, needs no chain (page 1 also for SQLite's next look at it) */
 	if (loc && committed) {
-		uint32_t depth;
-		if ((err = alex_log_read_depth(db, loc, out, &depth)))
+		if ((err = alex_log_read_kept(db, loc, out)))
 			return err;
-		if (alex_known_wanted(db))
-			alex_known_put(db, loc, out, depth);
 		if (key == alex_key(ALEX_FILE_DB, 0))
 			alex_page1_keep(db, loc, out, ALEX_BLOCK);
 		return 0;
