@@ -102,6 +102,10 @@ struct alex_config {
 	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
 					     database file's writes are encrypted
 					     through (default 64 KiB) */
+	const char *log_suffix;           /* the log is "<db_path><log_suffix>",
+					     its change counter that and "-shm":
+					     NULL for "-alex"; a staging engine
+					     (alex_io_over) has its own */
 };
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,

@@ -40,7 +40,14 @@
  *    60   4  crc        crc32c of bytes 0..59
  *    64 100  base       the database file's first 100 bytes when the epoch's
  *                       first record was written (byte 19 unmarked; zeros
- *                       for an empty file): which database this log is for
+ *                       for an empty file): which database this log is for.
+ *                       A staging log ("<db>-alex-stage", io_over.h), whose
+ *                       base is another engine, holds that engine's point
+ *                       instead: "ALEXSTAGE", zeros to 16, its log's uuid,
+ *                       the lsn its next record takes (8), zeros (or all
+ *                       zeros after the magic when it had no log); its
+ *                       records count only while the engine below is at
+ *                       that point (recover.c)
  *   164   8  data_off   version 4: where the epoch's first record goes, a
  *                       multiple of 4096, at least 8192 (always 8192 before)
  *   The rest of the slot is zero.  Logs written before BASE existed have

@@ -86,6 +86,16 @@ struct alex_io_ops {
 		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
 		       uint32_t *wrote);
 	void (*shm_unmap)(void *ctx, void *region);
+	/* Optional: a backend whose base files are another engine's
+	 * (io_over.c) names the point that engine's log stands at; a staging
+	 * engine's every epoch records it where a log records its base's
+	 * header, and recovery replays the epoch only over that point. */
+	int (*ident)(void *ctx, uint8_t out[100]);
+	/* Optional, with ident: before a staging epoch's first record, the
+	 * engine below has a live epoch and its fence on the database file,
+	 * so that no program without ALEX writes the database while commits
+	 * are staged that it does not hold. */
+	int (*prepare)(void *ctx);
 };
 
 /* Where a write of [woff, woff + wlen) stands to a write-out of

@@ -46,7 +46,8 @@ static int config_ok(const struct alex_config *c)
 	return c->sync <= ALEX_SYNC_OFF && c->compress <= ALEX_COMPRESS_OFF &&
 	       c->compress_min_saving_pct <= 90 && c->memory_bytes >= MIN_MEMORY &&
 	       c->memory_bytes <= MAX_MEMORY && c->prealloc_bytes >= ALEX_BLOCK &&
-	       c->prealloc_bytes % ALEX_BLOCK == 0 && c->checkpoint_bytes >= ALEX_BLOCK;
+	       c->prealloc_bytes % ALEX_BLOCK == 0 && c->checkpoint_bytes >= ALEX_BLOCK &&
+	       (!c->log_suffix || (*c->log_suffix && !strchr(c->log_suffix, '/')));
 }
 
 static char *join(const char *a, const char *b)
@@ -166,7 +167,9 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->cfg = *cfg;
 	else
 		alex_config_default(&db->cfg);
-	if (!config_ok(&db->cfg)) {
+	/* a staging engine's log is not encrypted through a layer that would
+	 * hide its base's point (docs/STAGING.md) */
+	if (!config_ok(&db->cfg) || (db->cfg.key && db->io.ops->ident)) {
 		free_db(db);
 		return ALEX_EINVAL;
 	}
@@ -177,8 +180,9 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		slots = rec_slots;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->path[f] = join(db_path, file_suffix[f]);
-	db->log_path = join(db_path, "-alex");
-	db->shm_path = join(db_path, "-alex-shm");
+	db->log_path = join(db_path, db->cfg.log_suffix ? db->cfg.log_suffix : "-alex");
+	db->shm_path = db->log_path ? join(db->log_path, "-shm") : NULL;
+	db->cfg.log_suffix = NULL; /* the caller's string is not kept */
 	db->scratch = aligned_alloc(ALEX_BLOCK, 2 * ALEX_BLOCK);
 	db->p1.img = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK);
 	db->order = malloc(slots * sizeof *db->order);

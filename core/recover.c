@@ -415,6 +415,23 @@ int alex_recover(alex_db *db)
 	 * its own).  Nothing can be replayed, and nothing may be overwritten. */
 	if (alex_protect_foreign(db, NULL))
 		return ALEX_EFOREIGN;
+	/* A staging log whose epoch began on another point of the engine
+	 * below than where it stands: merged into it (a death between the
+	 * merge's commit and the next epoch's header), or older still (what a
+	 * power cut left of an earlier epoch).  Nothing of it is newer than
+	 * below. */
+	if (db->io.ops->ident) {
+		uint8_t now[ALEX_BASE_HDR];
+		if ((err = db->io.ops->ident(db->io.ctx, now)))
+			return err;
+		if (memcmp(now, db->hdr.base, ALEX_BASE_HDR) != 0) {
+			db->append_off = ALEX_LOG_DATA;
+			db->st.stop_offset = ALEX_LOG_DATA;
+			db->st.stop_reason = ALEX_STOP_END;
+			db->st.epoch_applied = 1;
+			return 0;
+		}
+	}
 	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
 		if ((err = unused_epoch(db, &unused)))
 			return err;

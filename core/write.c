@@ -74,6 +74,11 @@ int alex_epoch_ensure(alex_db *db)
 {
 	int err;
 
+	/* a staging engine: the engine below fences the database first, and
+	 * the point it then stands at is what this epoch records (io.h) */
+	if (db->io.ops->prepare && !(db->epoch_started && db->append_off > alex_data_off(db)) &&
+	    (err = db->io.ops->prepare(db->io.ctx)))
+		return err;
 	if (!db->epoch_live && (err = alex_epoch_begin(db, 0)))
 		return err;
 	/* The base showing the fence is not enough: a process that died (or

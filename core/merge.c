@@ -1,0 +1,86 @@
+/*
+ * merge.c - a staging engine's committed state into the engine below it,
+ * as one transaction (io_over.h).  Only the latest version of each block
+ * goes: the commits of a window that changed a page a hundred times cost
+ * below one copy of it.
+ *
+ * The order keeps both sides whole at every step.  Below is written and
+ * committed first; until its commit returns, above still holds everything
+ * and a failure leaves below as it was (its transaction dropped).  Only
+ * then does above begin its next epoch -- unsynced, like all of its log --
+ * so that a process dying between the two leaves above's records over a
+ * below that already holds them: the same bytes again.
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+#include "io_over.h"
+#include "log.h"
+
+/* What above committed of file f into below's open transaction: the bytes a
+ * truncation removed, then the blocks, then the size. */
+static int merge_file(alex_db *a, alex_db *b, unsigned f, uint8_t *buf)
+{
+	enum alex_file ef = (enum alex_file)f;
+	int err;
+
+	if (a->climit[f] < b->size[f] && (err = alex_truncate(b, ef, a->climit[f])))
+		return err;
+	for (size_t i = 0; i < a->map.cap; i++) {
+		uint64_t k = a->map.keys[i];
+		if (!k || alex_key_file(k) != f)
+			continue;
+		if ((err = alex_log_read_block(a, &a->map.vals[i], buf)) ||
+		    (err = alex_write(b, ef, buf, ALEX_BLOCK, alex_key_block(k) << ALEX_BLOCK_SHIFT)))
+			return err;
+	}
+	if (b->size[f] != a->csize[f])
+		return alex_truncate(b, ef, a->csize[f]);
+	return 0;
+}
+
+/* After below committed it all: above's log starts over, its reads go
+ * below (ckpt.c's next epoch, without a base to copy or unmark). */
+static int next_epoch(alex_db *a)
+{
+	alex_map_clear(&a->map);
+	int err = alex_epoch_begin(a, 0);
+	if (err) {
+		a->failed = 1; /* its map is gone; its log still holds it */
+		return err;
+	}
+	for (int f = 0; f < ALEX_NFILES; f++)
+		a->limit[f] = a->climit[f] = a->csize[f] < a->size[f] ? a->csize[f] : a->size[f];
+	alex_sync_reset(a);
+	a->st.checkpoints++;
+	a->st.log_used = 0;
+	return 0;
+}
+
+int alex_merge(alex_db *a, alex_db *b)
+{
+	uint8_t *buf;
+	int err = 0;
+
+	if (!a || !b)
+		return ALEX_EINVAL;
+	if (a->failed || b->failed)
+		return ALEX_EFAILED;
+	if (alex_txn_open(a) || a->pending.n || a->cond_open || a->doubt || alex_txn_open(b))
+		return ALEX_EBUSY;
+	if (!a->epoch_commits)
+		return 0;
+	if (!(buf = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK)))
+		return ALEX_ENOMEM;
+	for (unsigned f = 0; f < ALEX_NFILES && !err; f++)
+		err = merge_file(a, b, f, buf);
+	free(buf);
+	if (!err)
+		err = alex_commit(b);
+	if (err) {
+		/* below as it was: the transaction dropped, spills with it */
+		int e = alex_discard(b);
+		return e ? e : err;
+	}
+	return next_epoch(a);
+}
