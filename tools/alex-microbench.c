@@ -12,6 +12,13 @@
  * Each configuration runs R times (default 5); the table shows the median
  * and the range.
  *
+ * A second table is about bytes, not time: a run of one-row INSERTs as
+ * SQLite makes them (page 1's change counter, the last leaf growing by a
+ * row, a new leaf every 36 rows) in NORMAL mode, and the log bytes that
+ * would reach the device per commit -- today every commit's record, and
+ * with the staging engine of docs/STAGING.md (core/io_over.h, not yet
+ * used by libalex.so) only the merged record of each window.
+ *
  * usage: alex-microbench [-n commits] [-R runs] [-r real-file-commits] [-d dir]
  */
 #include <stdio.h>
@@ -22,6 +29,7 @@
 
 #include "alex.h"
 #include "io.h"
+#include "io_over.h"
 
 static double cpu_now(void)
 {
@@ -128,6 +136,92 @@ static int run(const char *path, const struct alex_io *io, long n, int noise, in
 	return 0;
 }
 
+/* Insert i as SQLite would write it: page 1 with its change counter (and
+ * the copy at 92), the last leaf with row i added, the file grown by a
+ * leaf every 36 rows. */
+static int insert_row(alex_db *db, long i, uint8_t *page1, uint8_t *leaf)
+{
+	long blk = 1 + i / 36;
+	int r = (int)(i % 36), rc;
+
+	if (r == 0)
+		memset(leaf, 0, 4096);
+	uint8_t *row = leaf + 4096 - (r + 1) * 110;
+	snprintf((char *)row, 110, "%08ld:", i);
+	memset(row + 9, 'a' + (int)(i % 26), 100);
+	leaf[3] = (uint8_t)(r + 1);
+	uint32_t counter = (uint32_t)i + 1;
+	for (int k = 0; k < 4; k++)
+		page1[24 + k] = page1[92 + k] = (uint8_t)(counter >> (24 - 8 * k));
+	page1[31] = (uint8_t)(blk + 1);
+	if ((rc = alex_write(db, ALEX_FILE_DB, leaf, 4096, (uint64_t)blk * 4096)) ||
+	    (rc = alex_write(db, ALEX_FILE_DB, page1, 4096, 0)))
+		return rc;
+	return alex_commit(db);
+}
+
+/* Log bytes per INSERT that reach the device: window 0, today's NORMAL
+ * mode (every record; the window's sync writes them all); otherwise the
+ * staging engine merged into the engine below every window commits. */
+static int staged_bytes(long n, long window, double *per_commit, double *blocks_per_merge)
+{
+	static uint8_t page1[4096], leaf[4096];
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config cb, ca;
+	struct alex_io_over *ov = NULL;
+	alex_db *below = NULL, *above = NULL;
+	struct alex_stats st;
+	int rc;
+
+	alex_mem_untracked(m);
+	memset(page1, 0, sizeof page1);
+	memcpy(page1, "SQLite format 3", 16);
+	page1[18] = page1[19] = 1;
+	alex_config_default(&cb);
+	cb.checkpoint_on_close = 0;
+	cb.db_only = 1;
+	if (!window)
+		cb.sync = ALEX_SYNC_NORMAL;
+	if ((rc = alex_open("/stage.db", &cb, &io, &below)))
+		goto out;
+	if (window) {
+		alex_config_default(&ca);
+		alex_config_over(&ca);
+		struct alex_io over_io;
+		if ((rc = alex_io_over_new(below, &io, &ov)))
+			goto out;
+		over_io = alex_io_over(ov);
+		if ((rc = alex_open("/stage.db", &ca, &over_io, &above)))
+			goto out;
+	}
+	long merges = 0;
+	for (long i = 0; i < n && !rc; i++) {
+		rc = insert_row(window ? above : below, i, page1, leaf);
+		if (!rc && window && (i + 1) % window == 0) {
+			rc = alex_merge(above, below);
+			merges++;
+		}
+	}
+	if (!rc && window && n % window) {
+		rc = alex_merge(above, below);
+		merges++;
+	}
+	if (!rc) {
+		alex_stats(below, &st);
+		*per_commit = (double)st.bytes_logged / (double)n;
+		*blocks_per_merge = merges ? (double)st.blocks_logged / (double)merges : 0;
+	}
+out:
+	if (rc)
+		fprintf(stderr, "alex-microbench: staged run: %s\n", alex_strerror(rc));
+	alex_close(above);
+	alex_io_over_free(ov);
+	alex_close(below);
+	alex_mem_free(m);
+	return rc != 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -205,6 +299,25 @@ int main(int argc, char **argv)
 		if (bad)
 			return 1;
 		row("file / compressible", nreal, r, reps);
+	}
+	long windows[] = { 0, 100, 1000, 5000 };
+	printf("\nNORMAL mode's log bytes per one-row INSERT that reach the device (%ld INSERTs):\n\n",
+	       n);
+	printf("| %-36s | %12s | %16s |\n", "", "log bytes/op", "blocks per merge");
+	printf("|--------------------------------------|--------------|------------------|\n");
+	for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+		double per = 0, blocks = 0;
+		char name[64];
+		if (staged_bytes(n, windows[w], &per, &blocks))
+			return 1;
+		if (windows[w])
+			snprintf(name, sizeof name, "staged, merged every %ld commits", windows[w]);
+		else
+			snprintf(name, sizeof name, "today (every record)");
+		if (windows[w])
+			printf("| %-36s | %12.1f | %16.1f |\n", name, per, blocks);
+		else
+			printf("| %-36s | %12.1f | %16s |\n", name, per, "-");
 	}
 	printf("\ncpu us/op: engine CPU per commit, after an untimed warm-up to the first\n"
 	       "checkpoint (the memory backend's I/O is a memcpy);\n"
