@@ -326,6 +326,10 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
  * grow into: give it back and try once more. */
 int alex_ckpt_run(alex_db *db)
 {
+	/* the fence stays on while staged commits are not in the database;
+	 * a staging engine never checkpoints (its base is read-only) */
+	if (db->above_holds || db->io.ops->ident)
+		return ALEX_EBUSY;
 	int err = run_once(db);
 
 	if ((err == ENOSPC || err == EDQUOT) && !db->failed && alex_log_trim(db) == 0)

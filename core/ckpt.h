@@ -7,5 +7,8 @@
 /* Copies every committed block into the base files, syncs them, and
  * begins a new epoch.  The caller keeps other writers out. */
 int alex_ckpt_run(struct alex_db *db);
+/* The checkpoint a commit would have set off, if it is due (commit.c): after
+ * a merge, which its staging engine's commits held back. */
+int alex_ckpt_if_due(struct alex_db *db);
 
 #endif

@@ -136,11 +136,23 @@ static int ckpt_due(alex_db *db)
 {
 	uint64_t used = db->append_off - alex_data_off(db);
 
+	if (db->io.ops->ident || db->above_holds)
+		return 0; /* merged, not checkpointed; or held until merged */
 	if (used >= ckpt_threshold(db))
 		return 1;
 	return db->cfg.sync == ALEX_SYNC_FULL && used >= CKPT_EARLY &&
 	       db->cfg.checkpoint_bytes > CKPT_EARLY &&
 	       (uint64_t)db->map.n * ALEX_BLOCK * CKPT_EARLY_RATIO <= used;
+}
+
+int alex_ckpt_if_due(alex_db *db)
+{
+	if (!ckpt_due(db))
+		return 0;
+	int err = alex_ckpt_run(db);
+	if (err)
+		db->st.checkpoint_failures++;
+	return err;
 }
 
 /* Stages the open transaction as a commit record and writes it (not

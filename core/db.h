@@ -79,6 +79,9 @@ struct alex_db {
 	uint64_t txn;         /* id of the open transaction */
 	uint64_t epoch_commits; /* commit records in the current epoch */
 	int failed;           /* an unrecoverable I/O error happened */
+	int above_holds;      /* a staging engine over this one (io_over.h) holds
+			         commits this one does not: no checkpoint, no
+			         unmark, no removal of the log until merged */
 	int slot_damaged;     /* one header slot failed its checks */
 	struct alex_mark mark; /* what the base carries (protect.c) */
 	uint32_t perm_log, perm_base; /* ALEX_EPERMS: the modes, for the message */

@@ -227,6 +227,7 @@ static int o_prepare(void *ctx)
 	struct alex_io_over *c = ctx;
 	alex_db *b = c->below;
 
+	b->above_holds = 1; /* until alex_merge: no checkpoint, no unmark */
 	if (!b->cfg.protect_base)
 		return 0;
 	if (alex_txn_open(b))

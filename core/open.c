@@ -211,6 +211,10 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->size[f] = db->csize[f];
 		db->limit[f] = db->climit[f];
 	}
+	/* A staging log recovered with commits: the engine below keeps its
+	 * fence on until they are merged (io.h: prepare) */
+	if (db->io.ops->prepare && db->epoch_commits && (err = db->io.ops->prepare(db->io.ctx)))
+		goto fail;
 	/* A format-1 epoch is not fenced: a crash inside its checkpoint could
 	 * leave the base unmarked while the log still holds newer pages. */
 	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) &&
@@ -233,8 +237,8 @@ void alex_set_checkpoint_on_close(alex_db *db, int on)
  * `alex recover`. */
 static int removable(const alex_db *db)
 {
-	return !db->failed && !db->epoch_commits && !alex_txn_open(db) && !db->pending.n &&
-	       !db->doubt && !db->cond_open &&
+	return !db->failed && !db->above_holds && !db->epoch_commits && !alex_txn_open(db) &&
+	       !db->pending.n && !db->doubt && !db->cond_open &&
 	       db->st.stop_reason <= ALEX_STOP_STALE && !db->st.lost_offset;
 }
 

@@ -335,26 +335,31 @@ out:
 	return err;
 }
 
-/* Where the current epoch's last commit ends, by its records: where an
- * epoch that follows it (format.h) begins. */
-static int chain_end(alex_db *db, uint64_t *end)
+/* The current epoch's records walked: where its last commit ends (where
+ * an epoch that follows it begins, format.h), and the lsn after its last
+ * record, committed or not. */
+static int chain_walk(alex_db *db, uint64_t *end, uint64_t *lsn_end)
 {
-	uint64_t off = alex_data_off(db), lsn = db->hdr.start_lsn;
+	uint64_t off = alex_data_off(db), lsn = db->hdr.start_lsn, last = off;
 	uint32_t prev = db->hdr.salt;
 	enum alex_stop why;
 	struct alex_rec r;
 	int err;
 
-	*end = off;
 	for (;;) {
 		if ((err = read_record(db, off, lsn, prev, &r, &why)) || why != ALEX_STOP_NONE)
-			return err;
+			break;
 		lsn++;
 		prev = r.hdr_crc;
 		off += r.rec_len;
 		if (r.flags & ALEX_REC_COMMIT)
-			*end = off;
+			last = off;
 	}
+	if (end)
+		*end = last;
+	if (lsn_end)
+		*lsn_end = lsn;
+	return err;
 }
 
 /* Is the slot's lost epoch, if any, at the start of the records, or right
@@ -364,8 +369,13 @@ static int adopt(alex_db *db)
 	uint64_t end;
 	int adopted, err;
 
+	/* a staging log's header names the point below it began on, which
+	 * a header rebuilt from its first record cannot know: its other slot
+	 * (an older epoch, which the point then refuses) is what stands */
+	if (db->io.ops->ident)
+		return 0;
 	if ((err = adopt_next_epoch(db, ALEX_LOG_DATA, &adopted)) || adopted ||
-	    db->hdr.version < ALEX_FORMAT_VERSION || (err = chain_end(db, &end)) ||
+	    db->hdr.version < ALEX_FORMAT_VERSION || (err = chain_walk(db, &end, NULL)) ||
 	    end == ALEX_LOG_DATA)
 		return err;
 	return adopt_next_epoch(db, alex_epoch_follows_at(end), &adopted);
@@ -445,7 +455,13 @@ int alex_recover(alex_db *db)
 		/* checkpointed (or superseded) before a crash that kept its
 		 * records: nothing of it is newer than the database file; or
 		 * its mark never reached the disk, and neither did the sync
-		 * that would have acknowledged any of them */
+		 * that would have acknowledged any of them.  Its lsns stay
+		 * taken: an lsn names one point of this log for ever (a
+		 * staging log above names its base by it; review: a power cut
+		 * that kept the unmark but not the next header took the log
+		 * back to an lsn a staging epoch had begun on) */
+		if ((err = chain_walk(db, NULL, &db->next_lsn)))
+			return err;
 		db->append_off = ALEX_LOG_DATA;
 		db->st.stop_offset = ALEX_LOG_DATA;
 		db->st.stop_reason = ALEX_STOP_END;

@@ -479,3 +479,157 @@ Test(over, below_fenced_while_commits_are_staged)
 	cr_expect_eq(d[BLK], 0x42, "the staged commit is in the database file");
 	alex_mem_free(r.m);
 }
+
+/* ---- from the review of step 1 (each failed on 6984a08) ---------------- */
+
+static void put(alex_db *db, uint32_t txn, uint32_t blk, uint8_t *b)
+{
+	fill_block(b, txn, blk);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)blk * BLK), 0);
+	cr_assert_eq(alex_commit(db), 0);
+}
+
+static uint64_t first_sync, base_ops;
+static void find_sync(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	(void)arg, (void)fd;
+	if (kind == ALEX_MEM_SYNC && !first_sync)
+		first_sync = op - base_ops;
+}
+
+/* The merge's record is written and its sync fails: below, read back, holds
+ * the merge, so above must not go on in an epoch that names the point below
+ * has left -- a commit made after it was dropped at the next open. */
+Test(over, failed_merge_sync_keeps_later_commits)
+{
+	static uint8_t x[BLK], y[BLK], got[BLK];
+	struct rig r;
+	size_t n;
+
+	rig_new(&r, 8);
+	put(r.above, 2, 1, x);
+	base_ops = alex_mem_ops(r.m);
+	first_sync = 0;
+	alex_mem_on_op(r.m, find_sync, NULL);
+	cr_assert_eq(alex_merge(r.above, r.below), 0);
+	alex_mem_on_op(r.m, NULL, NULL);
+	rig_die(&r);
+	alex_mem_free(r.m);
+	cr_assert(first_sync);
+
+	rig_new(&r, 8);
+	put(r.above, 2, 1, x);
+	alex_mem_fail_at(r.m, alex_mem_ops(r.m) + first_sync, ALEX_MEM_SYNC, EIO);
+	cr_assert_eq(alex_merge(r.above, r.below), EIO);
+	alex_mem_fail_at(r.m, 0, 0, 0);
+	put(r.above, 3, 2, y); /* acknowledged */
+	rig_die(&r);
+	rig_open(&r);
+	cr_assert_eq(alex_read(r.above, ALEX_FILE_DB, got, BLK, 2 * BLK, &n), 0);
+	cr_expect_arr_eq(got, y, BLK, "a commit after a failed merge is lost at a death");
+	cr_assert_eq(alex_read(r.above, ALEX_FILE_DB, got, BLK, BLK, &n), 0);
+	cr_expect_arr_eq(got, x, BLK);
+	rig_die(&r);
+	alex_mem_free(r.m);
+}
+
+/* A full disk at the merge: below may not checkpoint for room (that would
+ * take its fence off while commits are staged), the merge fails, the fence
+ * stays on, and the merge goes through once there is room. */
+Test(over, full_disk_keeps_the_fence, .timeout = 120)
+{
+	static uint8_t page1[BLK], b[BLK], got[BLK];
+	int failed = 0;
+
+	for (uint64_t extra = 0; extra < (1u << 20); extra += 16384) {
+		struct rig r;
+		size_t len, n;
+
+		r.m = alex_mem_new();
+		sqlite_like_file(r.m, page1);
+		rig_open(&r);
+		sqlite_like_commit(r.above, page1, 0x42);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		for (uint32_t t = 0; t < 40; t++)
+			put(r.above, 100 + t, 8 + t, b);
+		uint64_t used = 0;
+		const char *names[] = { DB, LOG, STAGE };
+		for (int i = 0; i < 3; i++)
+			if (alex_mem_get(r.m, names[i], &len))
+				used += len;
+		alex_mem_disk(r.m, used + extra);
+		int rc = alex_merge(r.above, r.below);
+		if (rc) {
+			failed++;
+			cr_assert(alex_holds_pages(r.above), "extra %llu", (unsigned long long)extra);
+		}
+		if (alex_holds_pages(r.above))
+			cr_assert_eq(alex_mem_get(r.m, DB, &len)[19], 0xa1,
+				     "extra %llu: commits staged and the database unfenced",
+				     (unsigned long long)extra);
+		alex_mem_disk(r.m, 0);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		cr_assert_eq(alex_read(r.below, ALEX_FILE_DB, got, BLK, 47 * BLK, &n), 0);
+		fill_block(b, 139, 47);
+		cr_assert_arr_eq(got, b, BLK, "extra %llu", (unsigned long long)extra);
+		rig_die(&r);
+		alex_mem_free(r.m);
+	}
+	cr_assert_gt(failed, 0, "no disk size made the merge fail: the test tests nothing");
+}
+
+/* Below checkpoints between merges; a power cut keeps its unmark but not
+ * its next header: its lsns must not go back to a point an old staging
+ * epoch (still in the never-synced staging log) began on. */
+Test(over, below_point_never_goes_back, .timeout = 120)
+{
+	static uint8_t page1[BLK], b[BLK], got[BLK], v3[BLK];
+
+	for (uint64_t seed = 1; seed <= 1000; seed++) {
+		struct rig r;
+		size_t n;
+
+		r.m = alex_mem_new();
+		sqlite_like_file(r.m, page1);
+		rig_open(&r);
+		put(r.above, 2, 1, b);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		cr_assert_eq(alex_checkpoint(r.below), 0);
+		put(r.above, 3, 1, b);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		put(r.above, 4, 1, v3);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		cr_assert_eq(alex_checkpoint(r.below), 0);
+		alex_mem *img = alex_mem_crash(r.m, ALEX_CRASH_SUBSET, seed);
+		rig_die(&r);
+		alex_mem_free(r.m);
+		r.m = img;
+		rig_open(&r);
+		cr_assert_eq(alex_read(r.below, ALEX_FILE_DB, got, BLK, BLK, &n), 0);
+		cr_assert_arr_eq(got, v3, BLK, "seed %llu: below lost a merge", (unsigned long long)seed);
+		cr_assert_eq(alex_read(r.above, ALEX_FILE_DB, got, BLK, BLK, &n), 0);
+		cr_assert_arr_eq(got, v3, BLK, "seed %llu: above went back behind a merge",
+				 (unsigned long long)seed);
+		rig_die(&r);
+		alex_mem_free(r.m);
+	}
+}
+
+/* A staging engine never checkpoints (its base is read-only), not even
+ * when its file system runs short. */
+Test(over, above_never_checkpoints)
+{
+	static uint8_t b[BLK];
+	struct rig r;
+	struct alex_stats sa;
+
+	rig_new(&r, 8);
+	alex_mem_disk(r.m, 3u << 20);
+	for (uint32_t t = 0; t < 600; t++)
+		put(r.above, 2 + t, t % 16, b);
+	alex_stats(r.above, &sa);
+	cr_expect_eq(sa.checkpoint_failures, 0);
+	cr_expect_eq(sa.checkpoints, 0);
+	rig_die(&r);
+	alex_mem_free(r.m);
+}
