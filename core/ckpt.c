@@ -287,18 +287,13 @@ out:
 	return err;
 }
 
-/* After a checkpoint: the committed map is empty, and the base holds it all. */
-static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
+int alex_epoch_after_copy(alex_db *db, int sync)
 {
 	int err;
 
-	/* Every committed block is now durable in its base file.  The next
-	 * epoch's header tells other engines (if writing it fails we cannot
-	 * tell which header the disk holds: the engine stops).  Only then the
-	 * fence comes off. */
 	alex_map_clear(&db->map);
-	if ((err = alex_epoch_begin(db, !fenced))) {
-		db->failed = 1; /* the map is gone, the base may be unmarked */
+	if ((err = alex_epoch_begin(db, sync))) {
+		db->failed = 1; /* the map is gone; the log still holds it */
 		return err;
 	}
 	for (int f = 0; f < ALEX_NFILES; f++)
@@ -306,6 +301,20 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
 	alex_sync_reset(db);
 	db->st.checkpoints++;
 	db->st.log_used = 0;
+	return 0;
+}
+
+/* After a checkpoint: the committed map is empty, and the base holds it all. */
+static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
+{
+	int err;
+
+	/* Every committed block is now durable in its base file.  The next
+	 * epoch's header tells other engines (if writing it fails we cannot
+	 * tell which header the disk holds: the engine stops; the base may be
+	 * unmarked).  Only then the fence comes off. */
+	if ((err = alex_epoch_after_copy(db, !fenced)))
+		return err;
 	/* A file system running full gets the log's zeros back: the base may
 	 * need them next.  Only once the new header is durable: a cut that
 	 * reached the disk before it would leave the base fenced for the

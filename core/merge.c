@@ -41,22 +41,11 @@ static int merge_file(alex_db *a, alex_db *b, unsigned f, uint8_t *buf)
 	return 0;
 }
 
-/* After below committed it all: above's log starts over, its reads go
- * below (ckpt.c's next epoch, without a base to copy or unmark). */
+/* After below committed it all: above's log starts over, unsynced, its
+ * reads going below. */
 static int next_epoch(alex_db *a)
 {
-	alex_map_clear(&a->map);
-	int err = alex_epoch_begin(a, 0);
-	if (err) {
-		a->failed = 1; /* its map is gone; its log still holds it */
-		return err;
-	}
-	for (int f = 0; f < ALEX_NFILES; f++)
-		a->limit[f] = a->climit[f] = a->csize[f] < a->size[f] ? a->csize[f] : a->size[f];
-	alex_sync_reset(a);
-	a->st.checkpoints++;
-	a->st.log_used = 0;
-	return 0;
+	return alex_epoch_after_copy(a, 0);
 }
 
 int alex_merge(alex_db *a, alex_db *b)
