@@ -76,11 +76,12 @@ int alex_merge(alex_db *a, alex_db *b)
 		 * back, it moved below, which now holds the merge (review: the
 		 * staging epoch kept on, named a point below had left, and was
 		 * dropped whole at the next open) */
-		int e = alex_discard(b);
-		if (!e && !(e = a->io.ops->ident(a->io.ctx, now)) && memcmp(was, now, sizeof was) != 0)
+		int e = alex_discard(b), moved = 0;
+		if (!e && !(e = a->io.ops->ident(a->io.ctx, now)) && memcmp(was, now, sizeof was) != 0) {
+			moved = 1;
 			e = next_epoch(a);
-		if (!e)
-			b->above_holds = 1;
+		}
+		b->above_holds = !(moved && !e); /* above holds nothing once it moved on */
 		return err;
 	}
 	if ((err = next_epoch(a)))

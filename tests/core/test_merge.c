@@ -522,6 +522,8 @@ Test(over, failed_merge_sync_keeps_later_commits)
 	alex_mem_fail_at(r.m, alex_mem_ops(r.m) + first_sync, ALEX_MEM_SYNC, EIO);
 	cr_assert_eq(alex_merge(r.above, r.below), EIO);
 	alex_mem_fail_at(r.m, 0, 0, 0);
+	cr_expect_not(alex_holds_pages(r.above), "below holds the merge: above moved on");
+	cr_expect_eq(alex_checkpoint(r.below), 0, "nothing staged holds below back");
 	put(r.above, 3, 2, y); /* acknowledged */
 	rig_die(&r);
 	rig_open(&r);
