@@ -399,6 +399,17 @@ static int unused_epoch(alex_db *db, int *unused)
 	return 0;
 }
 
+/* The epoch's records are all in what lies below the log already: none is
+ * replayed, and the next epoch begins at the start. */
+static int epoch_applied(alex_db *db)
+{
+	db->append_off = ALEX_LOG_DATA;
+	db->st.stop_offset = ALEX_LOG_DATA;
+	db->st.stop_reason = ALEX_STOP_END;
+	db->st.epoch_applied = 1;
+	return 0;
+}
+
 int alex_recover(alex_db *db)
 {
 	uint64_t uncommitted = 0;
@@ -434,13 +445,8 @@ int alex_recover(alex_db *db)
 		uint8_t now[ALEX_BASE_HDR];
 		if ((err = db->io.ops->ident(db->io.ctx, now)))
 			return err;
-		if (memcmp(now, db->hdr.base, ALEX_BASE_HDR) != 0) {
-			db->append_off = ALEX_LOG_DATA;
-			db->st.stop_offset = ALEX_LOG_DATA;
-			db->st.stop_reason = ALEX_STOP_END;
-			db->st.epoch_applied = 1;
-			return 0;
-		}
+		if (memcmp(now, db->hdr.base, ALEX_BASE_HDR) != 0)
+			return epoch_applied(db);
 	}
 	if ((db->hdr.flags & ALEX_HDR_FENCED) && !alex_protect_is_live(db)) {
 		if ((err = unused_epoch(db, &unused)))
@@ -462,11 +468,7 @@ int alex_recover(alex_db *db)
 		 * back to an lsn a staging epoch had begun on) */
 		if ((err = chain_walk(db, NULL, &db->next_lsn)))
 			return err;
-		db->append_off = ALEX_LOG_DATA;
-		db->st.stop_offset = ALEX_LOG_DATA;
-		db->st.stop_reason = ALEX_STOP_END;
-		db->st.epoch_applied = 1;
-		return 0;
+		return epoch_applied(db);
 	}
 	db->epoch_live = 1;
 	/* its records may follow once the base carries its fence */
