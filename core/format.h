@@ -188,7 +188,9 @@
 				 cannot decrypt it refuses it whole */
 #define ALEX_FORMAT_V6 6u     /* version 4's layout, records on 512-byte sectors */
 #define ALEX_FORMAT_V7 7u     /* version 6 with DELTA blocks */
-#define ALEX_FORMAT_NEW ALEX_FORMAT_V7 /* what a new log without a key is made with */
+#define ALEX_FORMAT_V8 8u     /* version 7's layout; may say STAGED (below), and
+				 keeps out every reader that cannot honour it */
+#define ALEX_FORMAT_NEW ALEX_FORMAT_V8 /* what a new log without a key is made with */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
@@ -202,6 +204,9 @@
 #define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
 #define ALEX_HDR_XTS 4u       /* header flag, format 5 only: blocks' stored bytes
 				 and the base copy are encrypted (log_xts.c) */
+#define ALEX_HDR_STAGED 8u    /* header flag, format 8 only: a staging log
+				 (<db>-alex-stage, io_over.h) may hold commits
+				 this log lacks; every writer goes through it */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
 /* The first 16 bytes of an SQLite database, and of the placeholder an
  * empty database file gets while its log holds pages (protect.c); the
@@ -306,6 +311,12 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version);
 int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
 /* The version of a log's next epoch, after one of version v. */
+/* Version 7's layout: records on sectors, DELTA blocks. */
+static inline int alex_format_deltas(uint32_t v)
+{
+	return v == ALEX_FORMAT_V7 || v == ALEX_FORMAT_V8;
+}
+
 static inline uint32_t alex_loghdr_next_version(uint32_t v)
 {
 	/* format 5 (encrypted) is kept, as every version is */

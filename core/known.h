@@ -26,10 +26,10 @@ struct alex_known {
 	uint8_t *chain; /* a chain walk's deltas (delta.h) */
 };
 
-/* Are deltas written here (a log of format 7, compression not off)? */
+/* Are deltas written here (a log of format 7 or 8, compression not off)? */
 static inline int alex_known_wanted(const alex_db *db)
 {
-	return db->hdr.version == ALEX_FORMAT_V7 && db->cfg.compress != ALEX_COMPRESS_OFF;
+	return alex_format_deltas(db->hdr.version) && db->cfg.compress != ALEX_COMPRESS_OFF;
 }
 
 /* The content at l and its depth, or NULL. */

@@ -42,7 +42,7 @@ static void placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
  * reader that does not know it refuses the log by either slot. */
 void alex_loghdr_placeholder(uint8_t out[ALEX_HDR_SLOT_USED], uint32_t version)
 {
-	placeholder(out, version == ALEX_FORMAT_V6 || version == ALEX_FORMAT_V7
+	placeholder(out, version == ALEX_FORMAT_V6 || alex_format_deltas(version)
 				 ? version : ALEX_FORMAT_VERSION);
 }
 
@@ -53,7 +53,7 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
 	uint32_t v = alex_get32(in + 8);
 
 	if (v != ALEX_FORMAT_V3 && v != ALEX_FORMAT_VERSION && v != ALEX_FORMAT_V6 &&
-	    v != ALEX_FORMAT_V7)
+	    !alex_format_deltas(v))
 		return 0;
 	placeholder(p, v);
 	return memcmp(in, p, sizeof p) == 0;
@@ -66,12 +66,13 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V7)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V8)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
 	if (flags & ~(version == ALEX_FORMAT_V1 ? ALEX_HDR_BASE : ALEX_HDR_BASE | ALEX_HDR_FENCED) &
-	    ~(version == ALEX_FORMAT_XTS ? ALEX_HDR_XTS : 0))
+	    ~(version == ALEX_FORMAT_XTS ? ALEX_HDR_XTS : 0) &
+	    ~(version == ALEX_FORMAT_V8 ? ALEX_HDR_STAGED : 0))
 		return ALEX_ECORRUPT;
 	if ((version == ALEX_FORMAT_XTS) != !!(flags & ALEX_HDR_XTS))
 		return ALEX_ECORRUPT; /* format 5 is the encrypted one, and only it */

@@ -48,11 +48,13 @@ static void json_header(const struct alex_logmap *lm)
 	printf(",\n \"header\": {\"format\": %u, \"uuid\": \"", h->version);
 	for (int i = 0; i < 16; i++)
 		printf("%02x", h->uuid[i]);
-	printf("\", \"epoch\": %llu, \"start_lsn\": %llu, \"salt\": %u, \"flags\": [%s%s%s], "
+	printf("\", \"epoch\": %llu, \"start_lsn\": %llu, \"salt\": %u, \"flags\": [%s%s%s%s%s], "
 	       "\"slot\": %d, \"adopted\": %s, \"base\": ", U(h->epoch), U(h->start_lsn), h->salt,
 	       h->flags & ALEX_HDR_BASE ? "\"BASE\"" : "",
 	       (h->flags & ALEX_HDR_BASE) && (h->flags & ALEX_HDR_FENCED) ? ", " : "",
-	       h->flags & ALEX_HDR_FENCED ? "\"FENCED\"" : "", lm->cur,
+	       h->flags & ALEX_HDR_FENCED ? "\"FENCED\"" : "",
+	       (h->flags & (ALEX_HDR_BASE | ALEX_HDR_FENCED)) && (h->flags & ALEX_HDR_STAGED) ? ", " : "",
+	       h->flags & ALEX_HDR_STAGED ? "\"STAGED\"" : "", lm->cur,
 	       lm->adopted ? "true" : "false");
 	if (h->flags & ALEX_HDR_BASE)
 		base_summary(h->base);

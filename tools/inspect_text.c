@@ -32,11 +32,11 @@ static void text_header(const struct alex_logmap *lm, const char *path)
 {
 	const struct alex_loghdr *h = &lm->hdr;
 
-	printf("header: format %u, epoch %llu (slot %d%s), start lsn %llu, salt 0x%08x, flags%s%s%s\n",
+	printf("header: format %u, epoch %llu (slot %d%s), start lsn %llu, salt 0x%08x, flags%s%s%s%s\n",
 	       h->version, U(h->epoch), lm->cur, lm->adopted ? ", damaged: taken from the first record"
 							    : "", U(h->start_lsn), h->salt,
 	       h->flags & ALEX_HDR_BASE ? " BASE" : "", h->flags & ALEX_HDR_FENCED ? " FENCED" : "",
-	       h->flags ? "" : " none");
+	       h->flags & ALEX_HDR_STAGED ? " STAGED" : "", h->flags ? "" : " none");
 	printf("  uuid ");
 	for (int i = 0; i < 16; i++)
 		printf("%02x", h->uuid[i]);

@@ -316,7 +316,7 @@ Test(delta, a_format_6_log_writes_no_delta)
 	uint8_t *log = log_copy(m, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
-	cr_assert_eq(h.version, ALEX_FORMAT_V7, "a new log is format 7");
+	cr_assert_eq(h.version, ALEX_FORMAT_NEW, "a new log is format 8");
 	h.version = ALEX_FORMAT_V6;
 	alex_loghdr_encode(log + BLK, &h);
 	alex_loghdr_placeholder(log, ALEX_FORMAT_V6);
