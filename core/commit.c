@@ -73,7 +73,7 @@ static int drop_unchanged(alex_db *db)
 	}
 	alex_col_clear(c);
 	for (int f = 0; f < ALEX_NFILES; f++) {
-		db->trunc[f] = ALEX_NO_TRUNC;
+		db->trunc[f] = db->txn_cut[f] = ALEX_NO_TRUNC;
 		db->limit[f] = db->climit[f];
 	}
 	db->txn_truncated = 0;
@@ -191,6 +191,7 @@ static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->csize[f] = db->size[f];
 		db->climit[f] = db->limit[f];
+		db->txn_cut[f] = ALEX_NO_TRUNC;
 	}
 	db->txn++;
 	db->txn_truncated = 0;

@@ -92,6 +92,8 @@ struct alex_db {
 	uint64_t size[ALEX_NFILES], csize[ALEX_NFILES];
 	uint64_t limit[ALEX_NFILES], climit[ALEX_NFILES]; /* base bytes valid below */
 	uint64_t trunc[ALEX_NFILES];  /* lowest size since the last record */
+	uint64_t txn_cut[ALEX_NFILES]; /* lowest size of the open transaction
+					  (spills do not reset it: merge.c) */
 
 	struct alex_map map;      /* committed blocks */
 	struct alex_map pending;  /* spilled blocks of the open transaction */

@@ -14,12 +14,14 @@
 #include "bytes.h"
 #include "db.h"
 #include "engine.h"
+#include "log.h"
 
 #define OVER_BASE (1 << 29) /* far above any descriptor or memory handle */
 
 struct alex_io_over {
 	alex_db *below;
 	struct alex_io files;
+	enum alex_sync below_sync; /* below's own mode, given back at the end */
 };
 
 static int base_of(const struct alex_io_over *c, int fd)
@@ -222,17 +224,22 @@ static int o_ident(void *ctx, uint8_t out[ALEX_BASE_HDR])
 	return 0;
 }
 
+/* Before a staging epoch's first record: below's epoch begun (and its
+ * fence on the database), and its header saying STAGED, so that every
+ * writer of this database -- another process that has it open without a
+ * staging engine, an older ALEX -- knows to go through above. */
 static int o_prepare(void *ctx)
 {
 	struct alex_io_over *c = ctx;
 	alex_db *b = c->below;
+	int err;
 
 	b->above_holds = 1; /* until alex_merge: no checkpoint, no unmark */
-	if (!b->cfg.protect_base)
-		return 0;
 	if (alex_txn_open(b))
 		return ALEX_EBUSY;
-	return alex_epoch_ensure(b);
+	if ((err = alex_epoch_ensure(b)))
+		return err;
+	return alex_log_mark_staged(b);
 }
 
 static const struct alex_io_ops over_ops = {
@@ -255,6 +262,10 @@ int alex_io_over_new(alex_db *below, const struct alex_io *files, struct alex_io
 		return ALEX_ENOMEM;
 	c->below = below;
 	c->files = files ? *files : alex_io_posix;
+	/* a merge is durable when it returns: alex_stage_sync relies on it
+	 * (a staging log synced names a point below that cannot go back) */
+	c->below_sync = below->cfg.sync;
+	below->cfg.sync = ALEX_SYNC_FULL;
 	*out = c;
 	return 0;
 }
@@ -265,8 +276,37 @@ struct alex_io alex_io_over(struct alex_io_over *o)
 	return io;
 }
 
+int alex_io_over_is(const alex_db *db)
+{
+	return db && db->io.ops == &over_ops;
+}
+
+alex_db *alex_io_over_below(const alex_db *above)
+{
+	return alex_io_over_is(above) ? ((struct alex_io_over *)above->io.ctx)->below : NULL;
+}
+
+int alex_stage_sync(alex_db *a)
+{
+	struct alex_io_over *c;
+	int err;
+
+	if (!alex_io_over_is(a))
+		return ALEX_EINVAL;
+	c = a->io.ctx;
+	if (a->log_fd < 0 || a->log_stub)
+		return 0;
+	if ((err = c->files.ops->fdatasync(c->files.ctx, a->log_fd)))
+		return err;
+	a->st.syncs++;
+	/* the log's name too: made at this engine's open, never synced */
+	return c->files.ops->sync_dir(c->files.ctx, a->log_path);
+}
+
 void alex_io_over_free(struct alex_io_over *o)
 {
+	if (o)
+		o->below->cfg.sync = o->below_sync;
 	free(o);
 }
 

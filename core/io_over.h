@@ -20,7 +20,9 @@
 struct alex_io_over;
 
 /* A backend over below for an engine opened on the same database path;
- * files: where its own files live (NULL: POSIX).  below must outlive it. */
+ * files: where its own files live (NULL: POSIX).  below must outlive it.
+ * From here until alex_io_over_free, below syncs every commit (a merge is
+ * durable when it returns; alex_stage_sync relies on it). */
 int alex_io_over_new(alex_db *below, const struct alex_io *files, struct alex_io_over **out);
 struct alex_io alex_io_over(struct alex_io_over *o);
 void alex_io_over_free(struct alex_io_over *o);
@@ -41,5 +43,52 @@ void alex_config_over(struct alex_config *cfg);
  * below now holds too).
  */
 int alex_merge(alex_db *above, alex_db *below);
+
+/* Is db a staging engine (opened on this backend), and the engine below it. */
+int alex_io_over_is(const alex_db *db);
+alex_db *alex_io_over_below(const alex_db *above);
+
+/*
+ * Catches both up with other processes (alex_refresh): below first, since
+ * above's epoch is judged by the point below stands at.  below then holds
+ * back its checkpoints while above holds commits.
+ */
+int alex_stage_catch_up(alex_db *above, alex_db *below, int locked);
+
+/* Does below's header say a staging log may hold commits (format.h:
+ * STAGED), as of its last catch-up?  Then nothing may commit to below but
+ * a merge: a process without a staging engine must open one. */
+int alex_stage_marked(const alex_db *below);
+
+/* Can below's log carry a staging log (format 7 or 8, or none yet)? */
+int alex_stage_possible(const alex_db *below);
+
+/* Merges with no SQLite lock keeping other writers out (SQLite holds only
+ * SHARED, as before it opens a WAL): under below's checkpoint lock, so
+ * that two processes doing it at once do not both append below. */
+int alex_stage_drain(alex_db *above, alex_db *below);
+
+/* Bytes of records in above's current epoch: what a merge would take. */
+uint64_t alex_stage_bytes(const alex_db *above);
+
+/*
+ * Makes above's log durable as it stands (fdatasync, and its directory):
+ * for a window that ends with no commit to carry a merge, or a close that
+ * cannot merge.  Sound because every merge below is synced: the point the
+ * synced epoch names is one below keeps.
+ */
+int alex_stage_sync(alex_db *above);
+
+/*
+ * A transaction that must be committed below (a commit across databases:
+ * its record conditional and durable before the super-journal goes, which
+ * a staging log cannot be) moves there: above's open transaction is copied
+ * out (its blocks as it would commit them, its lowest truncation, its
+ * sizes), dropped, above merged into below, and the copy written into a
+ * transaction of below, which the caller then commits.  On an error
+ * neither holds the transaction (SQLite rolls it back from its journal).
+ * ALEX_ENOMEM beyond 256 MiB of blocks.
+ */
+int alex_stage_move(alex_db *above, alex_db *below);
 
 #endif

@@ -38,6 +38,16 @@ int alex_log_sync(struct alex_db *db);
 int alex_log_reserve(struct alex_db *db, uint32_t blocks);
 /* Writes the current header into its slot again, and syncs. */
 int alex_log_rewrite_header(struct alex_db *db);
+/*
+ * A staging log above may hold commits this log lacks (io_over.h): the
+ * live epoch's header says STAGED, at once, so that every other process
+ * sees it at its next catch-up; a log of version 7 is raised to 8 first,
+ * synced, so that no older reader takes it for one of its own.  Only the
+ * flag (and the version) is added to the slot as last written: the epoch's
+ * other news go out with its first record, as ever.  ALEX_EVERSION for a
+ * log of another layout, which cannot be raised.
+ */
+int alex_log_mark_staged(struct alex_db *db);
 /* Takes (on) or drops the checkpoint lock (ALEX_LOCK_CKPT). */
 int alex_log_lock_ckpt(struct alex_db *db, int on);
 /* log_space.c: writes zeros into [from, to) of fd. */

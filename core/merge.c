@@ -91,3 +91,127 @@ int alex_merge(alex_db *a, alex_db *b)
 	alex_ckpt_if_due(b);
 	return 0;
 }
+
+int alex_stage_catch_up(alex_db *a, alex_db *b, int locked)
+{
+	int err;
+
+	if ((err = alex_refresh(b, locked)) || (err = alex_refresh(a, locked)))
+		return err;
+	if (!alex_txn_open(a))
+		b->above_holds = a->epoch_commits != 0;
+	return 0;
+}
+
+int alex_stage_marked(const alex_db *b)
+{
+	return b->epoch_live && (b->hdr.flags & ALEX_HDR_STAGED);
+}
+
+int alex_stage_possible(const alex_db *b)
+{
+	return b->log_fd < 0 || b->log_stub || alex_format_deltas(b->hdr.version);
+}
+
+int alex_stage_drain(alex_db *a, alex_db *b)
+{
+	int err, rc;
+
+	if ((err = alex_log_lock_ckpt(b, 1)))
+		return err;
+	if (!(err = alex_stage_catch_up(a, b, 1)))
+		err = alex_merge(a, b);
+	if ((rc = alex_log_lock_ckpt(b, 0)) && !err)
+		err = rc;
+	return err;
+}
+
+uint64_t alex_stage_bytes(const alex_db *a)
+{
+	return a->epoch_commits ? a->append_off - alex_data_off(a) : 0;
+}
+
+#define MOVE_MAX ((size_t)256 << 20)
+
+/* The open transaction of above, as it would commit it. */
+struct moved {
+	uint64_t *blk;
+	uint8_t *img;
+	size_t n;
+	uint64_t size, cut;
+};
+
+static int move_key(alex_db *a, struct moved *m, uint64_t k)
+{
+	size_t got = 0;
+
+	if (!k || alex_key_file(k) != ALEX_FILE_DB)
+		return 0;
+	uint64_t off = alex_key_block(k) << ALEX_BLOCK_SHIFT;
+	if (off >= m->size)
+		return 0;
+	uint8_t *to = m->img + m->n * ALEX_BLOCK;
+	int err = alex_read(a, ALEX_FILE_DB, to, ALEX_BLOCK, off, &got);
+	if (err)
+		return err;
+	memset(to + got, 0, ALEX_BLOCK - got);
+	m->blk[m->n++] = alex_key_block(k);
+	return 0;
+}
+
+static int move_out(alex_db *a, struct moved *m)
+{
+	size_t cap = a->col.index.n + a->pending.n;
+	int err = 0;
+
+	if (cap * ALEX_BLOCK > MOVE_MAX)
+		return ALEX_ENOMEM;
+	m->size = a->size[ALEX_FILE_DB];
+	m->cut = a->txn_cut[ALEX_FILE_DB];
+	if (!cap)
+		return 0;
+	if (!(m->blk = malloc(cap * sizeof *m->blk)) || !(m->img = malloc(cap * ALEX_BLOCK)))
+		return ALEX_ENOMEM;
+	for (size_t i = 0; i < a->col.index.cap && !err; i++)
+		err = move_key(a, m, a->col.index.keys[i]);
+	for (size_t i = 0; i < a->pending.cap && !err; i++) /* spilled, not collected since */
+		if (a->pending.keys[i] && alex_col_find(&a->col, a->pending.keys[i]) < 0)
+			err = move_key(a, m, a->pending.keys[i]);
+	return err;
+}
+
+static int move_in(alex_db *b, const struct moved *m)
+{
+	int err = 0;
+
+	if (m->cut < b->size[ALEX_FILE_DB])
+		err = alex_truncate(b, ALEX_FILE_DB, m->cut);
+	for (size_t i = 0; i < m->n && !err; i++)
+		err = alex_write(b, ALEX_FILE_DB, m->img + i * ALEX_BLOCK, ALEX_BLOCK,
+				 m->blk[i] << ALEX_BLOCK_SHIFT);
+	if (!err && b->size[ALEX_FILE_DB] != m->size)
+		err = alex_truncate(b, ALEX_FILE_DB, m->size);
+	return err;
+}
+
+int alex_stage_move(alex_db *a, alex_db *b)
+{
+	struct moved m = { 0 };
+	int err;
+
+	if (!a || !b)
+		return ALEX_EINVAL;
+	if (a->cond_open || a->doubt || alex_txn_open(b))
+		return ALEX_EBUSY;
+	err = move_out(a, &m);
+	int e = alex_discard(a);
+	if (!err)
+		err = e;
+	if (!err)
+		err = alex_merge(a, b);
+	if (!err && (err = move_in(b, &m)))
+		alex_discard(b);
+	free(m.blk);
+	free(m.img);
+	return err;
+}

@@ -142,7 +142,7 @@ int alex_bases_open(alex_db *db)
 		}
 		db->size[f] = db->csize[f] = size;
 		db->limit[f] = db->climit[f] = size;
-		db->trunc[f] = ALEX_NO_TRUNC;
+		db->trunc[f] = db->txn_cut[f] = ALEX_NO_TRUNC;
 	}
 	return 0;
 }

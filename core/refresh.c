@@ -150,7 +150,7 @@ int alex_discard(alex_db *db)
 	alex_map_clear(&db->pending);
 	db->txn_truncated = 0;
 	for (int f = 0; f < ALEX_NFILES; f++)
-		db->trunc[f] = ALEX_NO_TRUNC;
+		db->trunc[f] = db->txn_cut[f] = ALEX_NO_TRUNC;
 	/* the committed map may already hold the dropped truncations' cuts */
 	return alex_reload(db, 1, 0);
 }

@@ -10,12 +10,13 @@
 #include <string.h>
 
 #include "engine.h"
+#include "io_over.h"
 
 uint64_t alex_view_plain(const alex_db *db, enum alex_file f)
 {
 	/* an encrypted base file holds ciphertext: nothing of it is mapped
 	 * as it is, every block is decrypted into the anonymous part */
-	if (!alex_file_ok(f) || db->base_fd[f] < 0 || db->xts)
+	if (!alex_file_ok(f) || alex_view_fd(db, f) < 0 || db->xts)
 		return 0;
 	return db->limit[f];
 }
@@ -27,7 +28,9 @@ uint64_t alex_view_gen(const alex_db *db)
 
 int alex_view_fd(const alex_db *db, enum alex_file f)
 {
-	return alex_file_ok(f) ? db->base_fd[f] : -1;
+	/* a staging engine's base is the engine below, not a file: every
+	 * block is copied (io_over.h) */
+	return alex_file_ok(f) && !alex_io_over_is(db) ? db->base_fd[f] : -1;
 }
 
 /* Block blk's newest content into img at its offset, cut at end. */

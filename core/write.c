@@ -253,6 +253,8 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size)
 			db->limit[f] = size;
 		if (size < db->trunc[f])
 			db->trunc[f] = size;
+		if (size < db->txn_cut[f])
+			db->txn_cut[f] = size;
 		db->size[f] = size;
 		db->txn_truncated = 1;
 		if (cut) {
