@@ -534,22 +534,20 @@ int alex_log_rewrite_header(struct alex_db *db)
 
 int alex_log_mark_staged(struct alex_db *db)
 {
-	struct alex_loghdr h = db->hdr_disk;
 	int err;
 
 	if (!alex_format_deltas(db->hdr.version))
 		return ALEX_EVERSION;
 	if (db->log_fd < 0 || db->log_stub || !db->epoch_live)
 		return ALEX_EINVAL;
-	if ((h.flags & ALEX_HDR_STAGED) && h.version == ALEX_FORMAT_V8)
+	if ((db->hdr_disk.flags & ALEX_HDR_STAGED) && db->hdr_disk.version == ALEX_FORMAT_V8 &&
+	    memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) == 0)
 		return 0;
-	int raise = h.version != ALEX_FORMAT_V8;
-	h.version = db->hdr.version = ALEX_FORMAT_V8;
-	h.flags |= ALEX_HDR_STAGED;
+	int raise = db->hdr_disk.version != ALEX_FORMAT_V8;
+	db->hdr.version = ALEX_FORMAT_V8;
 	db->hdr.flags |= ALEX_HDR_STAGED;
-	if ((err = write_slot(db, db->log_fd, &h)))
+	if ((err = alex_log_write_header(db)))
 		return err;
-	db->hdr_disk = h;
 	return raise ? alex_log_sync(db) : 0;
 }
 

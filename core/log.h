@@ -41,11 +41,12 @@ int alex_log_rewrite_header(struct alex_db *db);
 /*
  * A staging log above may hold commits this log lacks (io_over.h): the
  * live epoch's header says STAGED, at once, so that every other process
- * sees it at its next catch-up; a log of version 7 is raised to 8 first,
- * synced, so that no older reader takes it for one of its own.  Only the
- * flag (and the version) is added to the slot as last written: the epoch's
- * other news go out with its first record, as ever.  ALEX_EVERSION for a
- * log of another layout, which cannot be raised.
+ * sees it at its next catch-up; a log of version 7 is raised to 8, synced,
+ * so that no older reader takes it for one of its own.  The whole header
+ * goes, with what alex_epoch_ensure put in it (FENCED, the base copy):
+ * other processes read it at their catch-ups, and the merge that is this
+ * epoch's first record may come a window later.  ALEX_EVERSION for a log
+ * of another layout, which cannot be raised.
  */
 int alex_log_mark_staged(struct alex_db *db);
 /* Takes (on) or drops the checkpoint lock (ALEX_LOCK_CKPT). */

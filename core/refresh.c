@@ -103,7 +103,10 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	int err;
 	int unchanged = !force && db->epoch_live && !db->doubt && alex_shm_unchanged(db);
 
-	if (unchanged && db->epoch_commits) {
+	/* with commits staged above, this epoch is fenced though it may hold
+	 * no record yet (io_over.h: prepare): no program without ALEX can
+	 * have written the base files either */
+	if (unchanged && (db->epoch_commits || db->above_holds)) {
 		db->st.refreshes_skipped++;
 	} else if (unchanged) {
 		uint64_t stamp = db->base_stamp;
@@ -163,7 +166,9 @@ int alex_holds_pages(const alex_db *db)
 int alex_fence_now(alex_db *db, struct alex_fence *f)
 {
 	memset(f, 0, sizeof *f);
-	if (db->failed || db->doubt || !db->epoch_live || !db->epoch_commits ||
+	/* a staging engine above holding commits fenced this epoch first
+	 * (io_over.h: prepare), though it may hold no record yet */
+	if (db->failed || db->doubt || !db->epoch_live || (!db->epoch_commits && !db->above_holds) ||
 	    !(db->hdr.flags & ALEX_HDR_FENCED) || !alex_shm_unchanged(db))
 		return 0;
 	memcpy(f->uuid, db->hdr.uuid, sizeof f->uuid);
