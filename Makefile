@@ -252,6 +252,12 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) wal_openers tests/preload/wal_openers.sh $(B)
 	@$(RUN_TEST) mmap tests/preload/mmap.sh $(B)
 	@$(RUN_TEST) multidb tests/preload/multidb.sh $(B)
+	@$(RUN_TEST) stage tests/preload/stage.sh $(B)
+	@$(RUN_TEST) diff-stage env ALEX_STAGE=1 ALEX_SYNC=normal tests/preload/diff.sh $(B)
+	@$(RUN_TEST) crash-stage env ALEX_STAGE=1 ALEX_SYNC=normal tests/preload/crash.sh $(B) 20
+	@$(RUN_TEST) multiproc-stage env ALEX_STAGE=1 ALEX_SYNC=normal tests/preload/multiproc.sh $(B) 1
+	@$(RUN_TEST) multidb-stage env ALEX_STAGE=1 ALEX_SYNC=normal tests/preload/multidb.sh $(B)
+	@$(RUN_TEST) powercut-stage env ALEX_STAGE=1 tests/preload/powercut.sh $(B) 0 40
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex
 	@$(RUN_TEST) doctor tests/doctor/doctor.sh $(B)

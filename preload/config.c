@@ -291,6 +291,11 @@ static void engine_settings(struct alex_config *e)
 	x = 0;
 	if (!number("ALEX_KEEP_LOG", 0, 1, &x))
 		e->remove_log = !x;
+	/* NORMAL's commits through a staging log beside the database, merged
+	 * once per window (docs/STAGING.md) */
+	x = 0;
+	if (!number("ALEX_STAGE", 0, 1, &x))
+		alex_cfg.stage = (int)x;
 }
 
 /* ALEX_MODE=trace, or ALEX_TRACE=FILE in ALEX mode: the tracing mode

@@ -29,6 +29,7 @@ struct alex_pconfig {
 	int trace;             /* 0 off, 1 database files, 2 every file */
 	char trace_path[4096]; /* absolute */
 	enum alex_msglevel loglevel;
+	int stage; /* ALEX_STAGE: NORMAL's commits staged (staging.h) */
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's
 			  temporary files are never written in clear */

@@ -40,6 +40,7 @@
 #include "config.h"
 #include "errmap.h"
 #include "mmap.h"
+#include "staging.h"
 #include "pdb.h"
 #include "real.h"
 #include "stats.h"
@@ -116,8 +117,8 @@ static struct dbmap *next_of(struct pdb *db, int *i)
  * as it is, anonymous above, and the engine's blocks copied in. */
 static int build(struct pdb *db, uint8_t *a, size_t span, size_t *plain_out)
 {
-	int fd = alex_view_fd(db->eng, ALEX_FILE_DB);
-	size_t plain = fd < 0 ? 0 : page_down(alex_view_plain(db->eng, ALEX_FILE_DB));
+	int fd = alex_view_fd(alex_top(db), ALEX_FILE_DB);
+	size_t plain = fd < 0 ? 0 : page_down(alex_view_plain(alex_top(db), ALEX_FILE_DB));
 
 	if (plain > span)
 		plain = span;
@@ -125,7 +126,7 @@ static int build(struct pdb *db, uint8_t *a, size_t span, size_t *plain_out)
 		return errno;
 	if (span > plain && REAL(mmap)(a + plain, span - plain, RW, ANON, -1, 0) == MAP_FAILED)
 		return errno;
-	int rc = alex_view_fill(db->eng, ALEX_FILE_DB, a, plain, 0, span);
+	int rc = alex_view_fill(alex_top(db), ALEX_FILE_DB, a, plain, 0, span);
 	if (rc)
 		return alex_errno_of(rc);
 	*plain_out = plain;
@@ -137,7 +138,7 @@ static int relay(struct pdb *db, struct dbmap *m)
 {
 	int err = build(db, m->addr, m->span, &m->plain);
 	if (!err)
-		m->gen = alex_view_gen(db->eng);
+		m->gen = alex_view_gen(alex_top(db));
 	return err;
 }
 
@@ -159,7 +160,7 @@ static int place(struct pdb *db, size_t span, struct dbmap *m)
 	m->span = span;
 	m->plain = plain;
 	m->shared = 0;
-	m->gen = alex_view_gen(db->eng);
+	m->gen = alex_view_gen(alex_top(db));
 	return 0;
 }
 
@@ -305,7 +306,7 @@ static void *remap_private(struct pdb *db, struct dbmap *m, size_t new_len, int 
 	if (ns <= m->cap) { /* in place: only the new pages are filled */
 		if (REAL(mmap)(m->addr + m->span, ns - m->span, RW, ANON, -1, 0) == MAP_FAILED)
 			return MAP_FAILED;
-		int rc = alex_view_fill(db->eng, ALEX_FILE_DB, m->addr, m->plain, m->span, ns);
+		int rc = alex_view_fill(alex_top(db), ALEX_FILE_DB, m->addr, m->plain, m->span, ns);
 		if (rc) {
 			reserve(m->addr + m->span, ns - m->span);
 			errno = alex_errno_of(rc);
@@ -410,7 +411,7 @@ int alex_mmap_follow(struct pdb *db)
 	int first = 0;
 
 	EACH_MAP(db, m) {
-		if (m->shared || m->gen == alex_view_gen(db->eng))
+		if (m->shared || m->gen == alex_view_gen(alex_top(db)))
 			continue;
 		int err = relay(db, m);
 		if (err) {
@@ -427,7 +428,7 @@ int alex_mmap_follow(struct pdb *db)
 
 int alex_mmap_direct(struct pdb *db, int on)
 {
-	int fd = alex_view_fd(db->eng, ALEX_FILE_DB), err = 0;
+	int fd = alex_view_fd(db->eng, ALEX_FILE_DB), err = 0; /* the file itself */
 	struct dbmap *m;
 
 	EACH_MAP(db, m) {
@@ -471,7 +472,7 @@ void alex_mmap_check(struct pdb *db, const char *where)
 		for (size_t off = 0; !m->shared && off < m->span; off += sizeof buf) {
 			size_t got = 0;
 			memset(buf, 0, sizeof buf);
-			alex_read(db->eng, ALEX_FILE_DB, buf, sizeof buf, off, &got);
+			alex_read(alex_top(db), ALEX_FILE_DB, buf, sizeof buf, off, &got);
 			if (memcmp(buf, m->addr + off, sizeof buf))
 				fprintf(stderr, "alex-test: %s: mapping differs at block %zu after %s\n",
 					db->path, off / sizeof buf, where);

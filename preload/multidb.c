@@ -48,6 +48,7 @@
 #include "errmap.h"
 #include "journal.h"
 #include "multidb.h"
+#include "staging.h"
 #include "real.h"
 #include "record.h"
 
@@ -211,7 +212,13 @@ int alex_multidb_commit(struct pdb *db)
 			 "%s: %s", db->path, db->super, strerror(err));
 		return err;
 	}
-	int rc = alex_commit_cond(db->eng, db->super);
+	/* a staged transaction moves to the durable log, where its record
+	 * is conditional and synced before the super-journal goes */
+	int rc = alex_staging_move(db);
+	if (!rc)
+		rc = alex_commit_cond(db->eng, db->super);
+	if (!rc)
+		rc = alex_staging_moved(db);
 	if (!rc)
 		db->super_done = 1;
 	return rc ? alex_errno_of(rc) : 0;

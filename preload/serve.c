@@ -25,6 +25,7 @@
 #include "serve.h"
 #include "trace.h"
 #include "sqlite_locks.h"
+#include "staging.h"
 #include "stats.h"
 
 /* The hooks' answer to an engine result: 0 with the caller's errno
@@ -97,14 +98,19 @@ static void say_recovered(const struct pdb *db)
 			 alex_stop_name(s.stop_reason), (unsigned long long)s.dropped_records);
 }
 
-int alex_serve_open(struct pdb *db)
+const struct alex_io *alex_serve_backend(void)
 {
 #ifdef ALEX_TESTING
 	const struct alex_io *io = alex_cfg.test ? alex_test_io(&alex_cfg.test_cfg) : NULL;
 #else
 	const struct alex_io *io = NULL;
 #endif
-	io = alex_trace_wrap_io(io);
+	return alex_trace_wrap_io(io);
+}
+
+int alex_serve_open(struct pdb *db)
+{
+	const struct alex_io *io = alex_serve_backend();
 	int rc = alex_open(db->path, &alex_cfg.engine, io, &db->eng);
 
 	if (rc) {
@@ -112,6 +118,11 @@ int alex_serve_open(struct pdb *db)
 		return alex_errno_of(rc);
 	}
 	say_recovered(db);
+	if ((rc = alex_staging_open(db, io))) {
+		alex_close(db->eng);
+		db->eng = NULL;
+		return alex_errno_of(rc);
+	}
 	alex_multidb_opened(db);
 	return 0;
 }
@@ -145,7 +156,7 @@ void alex_serve_close(struct pdb *db)
 	pthread_mutex_unlock(&db->mu);
 	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
 	 * still a finished transaction to it. */
-	int rc = alex_commit(db->eng);
+	int kick, rc = alex_staging_commit(db, &kick);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: final commit: %s", db->path, alex_strerror(rc));
 	/* Checkpoint only if no other process uses the database: their engines
@@ -156,7 +167,13 @@ void alex_serve_close(struct pdb *db)
 	 * process has no SQLite descriptor left on the file, so closing ours
 	 * drops nothing of SQLite's. */
 	int xfd = -1;
-	if (!rc && alex_cfg.engine.checkpoint_on_close && (xfd = exclusive_hold(db->path)) >= 0 &&
+	if (!rc && (alex_cfg.engine.checkpoint_on_close || db->stg))
+		xfd = exclusive_hold(db->path);
+	/* the staging log merged (or, with others at work, synced) first:
+	 * every close, not only the last, so that this process's commits
+	 * never wait in it for a later opener */
+	alex_staging_close(db, xfd);
+	if (xfd >= 0 && alex_cfg.engine.checkpoint_on_close &&
 	    ((rc = alex_refresh(db->eng, 1)) || (rc = alex_checkpoint(db->eng))))
 		alex_msg(ALEX_MSG_WARN, "%s: checkpoint at close: %s (the log keeps the data)",
 			 db->path, alex_strerror(rc));
@@ -225,7 +242,7 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 		memcpy(fix + 92, fix + 24, 4);
 		len = sizeof fix, from = 0;
 	}
-	int rc = alex_write(db->eng, ALEX_FILE_DB, fix + from, len, from);
+	int rc = alex_write(alex_top(db), ALEX_FILE_DB, fix + from, len, from);
 	if (!rc && db->maps)
 		alex_mmap_wrote(db, fix + from, len, from);
 	return rc;
@@ -239,15 +256,16 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	int rc = 0;
 
 	pthread_mutex_lock(&db->mu);
+	alex_db *eng = alex_top(db);
 	uint64_t at = *pos;
 	if (how == ALEX_SERVE_APPEND) /* Linux: even pwrite appends */
-		alex_size(db->eng, ALEX_FILE_DB, &at);
+		alex_size(eng, ALEX_FILE_DB, &at);
 	for (int i = 0; i < cnt && !rc; i++) {
 		size_t got = iov[i].iov_len;
 		if (writing)
-			rc = alex_write(db->eng, ALEX_FILE_DB, iov[i].iov_base, got, at);
+			rc = alex_write(eng, ALEX_FILE_DB, iov[i].iov_base, got, at);
 		else
-			rc = alex_read(db->eng, ALEX_FILE_DB, iov[i].iov_base, got, at, &got);
+			rc = alex_read(eng, ALEX_FILE_DB, iov[i].iov_base, got, at, &got);
 		if (rc)
 			break;
 		if (writing && db->maps)
@@ -280,7 +298,7 @@ int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
 	int64_t base, err = 0;
 
 	pthread_mutex_lock(&db->mu);
-	alex_size(db->eng, ALEX_FILE_DB, &size);
+	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
 	case SEEK_CUR: base = (int64_t)*pos; break;
@@ -312,7 +330,7 @@ uint64_t alex_serve_size(struct pdb *db)
 	uint64_t size;
 
 	pthread_mutex_lock(&db->mu);
-	alex_size(db->eng, ALEX_FILE_DB, &size);
+	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	pthread_mutex_unlock(&db->mu);
 	return size;
 }
@@ -325,7 +343,7 @@ int alex_serve_truncate(struct pdb *db, int64_t size)
 	}
 	int saved = errno;
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_truncate(db->eng, ALEX_FILE_DB, (uint64_t)size);
+	int rc = alex_truncate(alex_top(db), ALEX_FILE_DB, (uint64_t)size);
 	if (!rc && db->maps)
 		alex_mmap_cut(db, (uint64_t)size);
 	pthread_mutex_unlock(&db->mu);
@@ -338,9 +356,9 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 	int rc = 0;
 
 	pthread_mutex_lock(&db->mu);
-	alex_size(db->eng, ALEX_FILE_DB, &size);
+	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	if (end > size)
-		rc = alex_truncate(db->eng, ALEX_FILE_DB, end);
+		rc = alex_truncate(alex_top(db), ALEX_FILE_DB, end);
 	pthread_mutex_unlock(&db->mu);
 	return rc ? alex_errno_of(rc) : 0;
 }
@@ -351,20 +369,20 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
  * transaction is open */
 static int serve_commit(struct pdb *db, int if_open)
 {
-	int err = 0, saved = errno;
+	int err = 0, saved = errno, kick = 0;
 
 	pthread_mutex_lock(&db->mu);
 	int super = db->super && !db->super_done;
-	if (if_open && !super && !alex_txn_open(db->eng)) {
+	if (if_open && !super && !alex_txn_open(alex_top(db))) {
 		pthread_mutex_unlock(&db->mu);
 		return 0;
 	}
 	if (super)
 		err = alex_multidb_commit(db); /* one database of several */
-	else if ((err = alex_commit(db->eng)))
+	else if ((err = alex_staging_commit(db, &kick)))
 		err = alex_errno_of(err);
 	ALEX_MMAP_CHECK(db, "a commit");
-	int kick = alex_sync_wanted(db->eng);
+	kick |= alex_sync_wanted(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	if (kick)
 		alex_flusher_kick();
@@ -428,7 +446,7 @@ int alex_serve_lock_shared(struct pdb *db)
 
 	ALEX_COUNT(refreshes, 1);
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_refresh(db->eng, 1), merr = 0;
+	int rc = alex_staging_catch_up(db, 1), merr = 0;
 	/* a mapping that cannot show the commits must not be read: the lock
 	 * fails (SQLite: an I/O error), and the next one tries again */
 	if (!rc && db->maps && (merr = alex_mmap_follow(db)))
@@ -470,7 +488,9 @@ int alex_serve_wal_open(struct pdb *db)
 		return EACCES;
 	}
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_refresh(db->eng, 1);
+	int rc = alex_staging_drain(db);
+	if (!rc)
+		rc = alex_refresh(db->eng, 1);
 	if (!rc && alex_holds_pages(db->eng))
 		rc = alex_checkpoint(db->eng);
 	if (!rc && alex_holds_pages(db->eng))
@@ -512,7 +532,7 @@ void alex_serve_wal_closed(struct pdb *db)
 		 * may hold EXCLUSIVE, and a lowering commits first (review) */
 		alex_locks_unknown(db);
 		/* SQLite may hold no lock while it closes its -wal */
-		int rc = alex_refresh(db->eng, 0);
+		int rc = alex_staging_catch_up(db, 0);
 		if (rc)
 			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: %s", db->path,
 				 alex_strerror(rc));
@@ -530,9 +550,14 @@ void alex_serve_wal_closed(struct pdb *db)
 int alex_serve_sync_start(struct pdb *db, int *waiting)
 {
 	pthread_mutex_lock(&db->mu);
-	int on = !db->syncing && alex_sync_start(db->eng);
+	int on;
+	if (db->stg) {
+		on = !db->syncing && alex_staging_due(db, waiting);
+	} else {
+		on = !db->syncing && alex_sync_start(db->eng);
+		*waiting = alex_sync_pending(db->eng);
+	}
 	db->syncing = on;
-	*waiting = alex_sync_pending(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	return on;
 }
@@ -541,6 +566,16 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
  * gone (alex_serve_close waits for it). */
 void alex_serve_sync_end(struct pdb *db)
 {
+	if (db->stg) {
+		/* the staging log's sync: under the lock, which it needs for
+		 * its descriptor, and seldom (a window with no commit to end it) */
+		pthread_mutex_lock(&db->mu);
+		alex_staging_flush(db);
+		db->syncing = 0;
+		pthread_cond_broadcast(&db->synced);
+		pthread_mutex_unlock(&db->mu);
+		return;
+	}
 	int err = alex_sync_run(db->eng);
 	pthread_mutex_lock(&db->mu);
 	int rc = alex_sync_finish(db->eng, err);
@@ -561,6 +596,7 @@ void alex_serve_sync_end(struct pdb *db)
 void alex_serve_forget(struct pdb *db)
 {
 	alex_journal_forget(db);
+	alex_staging_forget(db);
 	alex_sync_forget(db->eng); /* the parent's syncing thread is not here */
 	db->syncing = 0;
 	db->skip_dirsync = 0;
@@ -580,6 +616,10 @@ void alex_serve_stats(struct pdb *db, struct alex_stats *out)
 
 	pthread_mutex_lock(&db->mu);
 	alex_stats(db->eng, &s);
-	pthread_mutex_unlock(&db->mu);
 	alex_stats_sum(out, &s);
+	if (db->stg) {
+		alex_stats(db->stg, &s);
+		alex_stats_sum(out, &s);
+	}
+	pthread_mutex_unlock(&db->mu);
 }

@@ -19,6 +19,8 @@
  * what recovery found.  0 or an errno; a failure is said once, naming the
  * file and what to do. */
 int alex_serve_open(struct pdb *db);
+/* Where the engines' bytes go: POSIX files, or the test or tracing layer. */
+const struct alex_io *alex_serve_backend(void);
 /* The last reference is gone: commits what SQLite left unsynced,
  * checkpoints if no other process uses the database, closes the engine. */
 void alex_serve_close(struct pdb *db);

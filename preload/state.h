@@ -62,6 +62,10 @@ struct pdb {
 	int path_matches;    /* path is an ALEX_MATCH name (not a symlink's
 				target of another name): alex_pdb_name */
 	alex_db *eng;
+	alex_db *stg;        /* the staging engine over eng, or NULL (staging.h) */
+	struct alex_io_over *over; /* ... its backend */
+	uint64_t stg_since;  /* this process's oldest commit in stg that is
+				neither merged nor synced, or 0 */
 	pthread_mutex_t mu;  /* serialises engine calls */
 	int refs;            /* ofds and lookups holding it; atomic, taken
 				under the registry lock (pdb.c) */

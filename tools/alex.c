@@ -31,6 +31,7 @@
 #include "convert.h"
 #include "doctor/doctor.h"
 #include "inspect.h"
+#include "io_over.h"
 #include "trace/trace.h"
 #include "sqlite_locks.h"
 #include "xts.h"
@@ -112,6 +113,8 @@ static int siblings_clear(const char *path)
 		const char *suffix, *why, *then;
 	} beside[] = {
 		{ "-alex", "ALEX's log may hold pages not yet in the database",
+		  "run alex checkpoint FILE first" },
+		{ "-alex-stage", "ALEX's staging log may hold commits not yet in the database",
 		  "run alex checkpoint FILE first" },
 		{ "-journal", "a hot journal, or one kept by journal_mode=persist",
 		  "open and close it with sqlite3 first" },
@@ -304,6 +307,60 @@ static int recover(const char *path, struct alex_config *cfg)
 	return 0;
 }
 
+/*
+ * A staging log (libalex.so's NORMAL mode, docs/STAGING.md) holds commits
+ * the log below lacks, named by the point below stood at: any command
+ * that may move below (checkpoint, recover) would orphan them, so every
+ * command first merges them, as the last close of a program would have.
+ * The caller holds the database's lock, and no engine has it open.
+ */
+static int merge_staged(const char *path, const struct alex_config *cfg)
+{
+	char stage[4200];
+	struct alex_config ca = *cfg;
+	struct alex_io_over *ov = NULL;
+	struct alex_stats st;
+	alex_db *b = NULL, *a = NULL;
+	int rc;
+
+	snprintf(stage, sizeof stage, "%s-alex-stage", path);
+	if (access(stage, F_OK) != 0)
+		return 0;
+	if (cfg->key) {
+		fprintf(stderr, "alex: %s: a staging log, which an encrypted database never has: "
+				"look at it with alex inspect %s\n", stage, stage);
+		return 1;
+	}
+	alex_config_over(&ca);
+	ca.remove_log = 1;
+	if ((rc = alex_open(path, cfg, NULL, &b))) {
+		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
+		return 1;
+	}
+	struct alex_io io;
+	if (!(rc = alex_io_over_new(b, NULL, &ov))) {
+		io = alex_io_over(ov);
+		rc = alex_open(path, &ca, &io, &a);
+	}
+	if (!rc) {
+		alex_stats(a, &st);
+		rc = alex_merge(a, b);
+	}
+	if (a && alex_close(a) && !rc)
+		rc = ALEX_EINVAL;
+	alex_io_over_free(ov);
+	alex_close(b);
+	if (rc) {
+		fprintf(stderr, "alex: %s: cannot merge its staged commits: %s (both logs are kept)\n",
+			stage, alex_strerror(rc));
+		return 1;
+	}
+	if (st.recovered_commits)
+		printf("%s: %llu staged commits merged into %s-alex\n", stage,
+		       (unsigned long long)st.recovered_commits, path);
+	return 0;
+}
+
 /* stat, verify or checkpoint path, whose lock the caller holds: the exit
  * status. */
 static int run(const char *cmd, const char *path, const struct alex_config *cfg, int keep)
@@ -410,6 +467,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		cfg.key = key;
+	}
+	if (merge_staged(path, &cfg)) {
+		syscall(SYS_close, lockfd);
+		alex_key_free(key);
+		return 1;
 	}
 	if (strcmp(cmd, "recover") == 0) {
 		rc = recover(path, &cfg);

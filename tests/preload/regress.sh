@@ -531,7 +531,7 @@ downgrade_order() {
 			else if (/F_RDLCK/ && ex) { if (wrote) good++; else bad++; ex = 0 }
 			else if (/F_UNLCK/) ex = 0
 		}
-		/pwrite64\(/ && /-alex>/ { wrote = 1 }
+		/pwrite64\(/ && /-alex(-stage)?>/ { wrote = 1 }
 		END { print good + 0, bad + 0 }' "$d/trace")
 	if [ "$(cat "$d/out")" = "$2" ] && [ "${order% *}" -ge "$2" ] && [ "${order#* }" = 0 ]; then
 		pass=$((pass + 1))
@@ -576,7 +576,7 @@ import json, os, sqlite3, subprocess, sys
 d = sys.argv[1]
 plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 env = dict(plain, LD_PRELOAD=os.environ["ALEX_TLIB"], ALEX_TEST_FAULT="logwrite:10:einval",
-           ALEX_STATS=d + "/stats")
+           ALEX_STATS=d + "/stats", ALEX_SYNC="full", ALEX_STAGE="0")
 subprocess.run([sys.executable, "-c", """
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1], isolation_level=None)

@@ -1,0 +1,227 @@
+/*
+ * staging.c - NORMAL mode's staging log in libalex.so (staging.h,
+ * docs/STAGING.md).  The engines do the work (core/io_over.h); this file
+ * decides when: which processes stage, when a window ends, what a close
+ * does.
+ *
+ * Every process of this version that finds a staging log, or a durable
+ * log that says STAGED, runs the pair whatever its own mode, so that no
+ * commit of it lands below while the staging log holds newer ones; an
+ * older ALEX refuses the log's format (8).  A FULL process merges at every
+ * commit (two records, one sync); a NORMAL one at the first commit past
+ * three quarters of its window, or, when no commit comes, the flusher
+ * syncs the staging log instead (no lock needed: every merge is synced, so
+ * the point the staging log names stays).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "flush.h"
+#include "io_over.h"
+#include "real.h"
+#include "serve.h"
+#include "staging.h"
+#include "stats.h"
+
+static int attach(struct pdb *db, const struct alex_io *io)
+{
+	struct alex_config cfg = alex_cfg.engine;
+	int rc;
+
+	/* what the durable engine holds unsynced (its own NORMAL commits
+	 * before another process began to stage) is synced first: from now
+	 * on it syncs every commit, and its flusher has nothing to do */
+	if ((rc = alex_sync(db->eng)) || (rc = alex_io_over_new(db->eng, io, &db->over)))
+		return rc;
+	alex_config_over(&cfg);
+	cfg.remove_log = alex_cfg.engine.remove_log;
+	struct alex_io oio = alex_io_over(db->over);
+	if ((rc = alex_open(db->path, &cfg, &oio, &db->stg))) {
+		db->stg = NULL;
+		alex_io_over_free(db->over);
+		db->over = NULL;
+	}
+	return rc;
+}
+
+int alex_staging_open(struct pdb *db, const struct alex_io *io)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+	int want = alex_cfg.stage && alex_cfg.engine.sync == ALEX_SYNC_NORMAL && !alex_cfg.engine.key &&
+		   alex_stage_possible(db->eng);
+	int must = alex_stage_marked(db->eng);
+
+	if (!must) {
+		snprintf(path, sizeof path, "%s-alex-stage", db->path);
+		must = REAL(stat)(path, &st) == 0;
+	}
+	if (!want && !must)
+		return 0;
+	int rc = alex_cfg.engine.key ? ALEX_EVERSION : attach(db, io);
+	if (!rc)
+		return 0;
+	if (must) {
+		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: this database's commits are staged, and this "
+			 "process cannot stage them: %s", db->path, alex_strerror(rc));
+		return rc;
+	}
+	alex_msg(ALEX_MSG_WARN, "%s-alex-stage: cannot stage commits (%s); they go to %s-alex, "
+		 "synced within the window", db->path, alex_strerror(rc), db->path);
+	return 0;
+}
+
+int alex_staging_catch_up(struct pdb *db, int locked)
+{
+	int rc;
+
+	if (db->stg)
+		return alex_stage_catch_up(db->stg, db->eng, locked);
+	if ((rc = alex_refresh(db->eng, locked)) || !alex_stage_marked(db->eng))
+		return rc;
+	/* another process began to stage: its commits are above, where
+	 * this one's must go too */
+	if ((rc = attach(db, alex_serve_backend()))) {
+		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: another process stages this database's "
+			 "commits, and this one cannot: %s", db->path, alex_strerror(rc));
+		return rc;
+	}
+	return alex_stage_catch_up(db->stg, db->eng, locked);
+}
+
+/* The window ends: a merge, or, if the durable log cannot take it (a
+ * full disk), the staging log synced, which keeps the promise too. */
+static int window_end(struct pdb *db)
+{
+	int rc = alex_merge(db->stg, db->eng);
+
+	if (!rc) {
+		db->stg_since = 0;
+		return 0;
+	}
+	int e = alex_stage_sync(db->stg);
+	alex_msg(e ? ALEX_MSG_ERROR : ALEX_MSG_WARN, "%s: merging the staging log: %s; %s",
+		 db->path, alex_strerror(rc), e ? "and it could not be synced" : "synced instead");
+	if (e)
+		return rc;
+	db->stg_since = 0;
+	return 0;
+}
+
+int alex_staging_commit(struct pdb *db, int *kick)
+{
+	alex_db *a = db->stg;
+	int rc;
+
+	*kick = 0;
+	if (!a)
+		return alex_commit(db->eng);
+	/* SQLite's rollback after a conditional commit must be as durable
+	 * as that commit, which is below */
+	if (db->super && db->super_done)
+		return (rc = alex_stage_move(a, db->eng)) || (rc = alex_commit(db->eng))
+			       ? rc : alex_staging_moved(db);
+	int open = alex_txn_open(a);
+	if ((rc = alex_commit(a)) || !open)
+		return rc;
+	switch (alex_cfg.engine.sync) {
+	case ALEX_SYNC_FULL:
+		return window_end(db);
+	case ALEX_SYNC_OFF:
+		return 0; /* merged by others, or at the close */
+	default:
+		break;
+	}
+	uint64_t now = alex_now_ns();
+	if (!db->stg_since) {
+		db->stg_since = now;
+		*kick = 1; /* the flusher's clock starts */
+		return 0;
+	}
+	unsigned ms = alex_cfg.engine.sync_ms - alex_cfg.engine.sync_ms / 4;
+	if (alex_flush_past(alex_cfg.engine.extent_bytes / 2, (uint64_t)ms * 1000000u,
+			    alex_stage_bytes(a), db->stg_since, now))
+		return window_end(db);
+	return 0;
+}
+
+int alex_staging_move(struct pdb *db)
+{
+	return db->stg ? alex_stage_move(db->stg, db->eng) : 0;
+}
+
+/* SQLite may go on reading under the lock it holds (locking_mode=
+ * EXCLUSIVE: no catch-up until it lets go), and the staging engine's
+ * sizes are below's as of its last look: it looks again now. */
+int alex_staging_moved(struct pdb *db)
+{
+	return db->stg ? alex_refresh(db->stg, 1) : 0;
+}
+
+int alex_staging_drain(struct pdb *db)
+{
+	if (!db->stg)
+		return 0;
+	int rc = alex_stage_drain(db->stg, db->eng);
+	if (!rc)
+		db->stg_since = 0;
+	return rc;
+}
+
+int alex_staging_due(struct pdb *db, int *waiting)
+{
+	unsigned ms = alex_cfg.engine.sync_ms - alex_cfg.engine.sync_ms / 4;
+
+	*waiting = db->stg_since != 0;
+	return db->stg_since && alex_now_ns() - db->stg_since >= (uint64_t)ms * 1000000u;
+}
+
+void alex_staging_flush(struct pdb *db)
+{
+	if (!db->stg || !db->stg_since)
+		return; /* merged meanwhile */
+	int rc = alex_stage_sync(db->stg);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: background sync: %s", db->path,
+			 alex_strerror(rc));
+	else
+		db->stg_since = 0;
+}
+
+void alex_staging_close(struct pdb *db, int xfd)
+{
+	alex_db *a = db->stg;
+	int rc = 0;
+
+	if (!a)
+		return;
+	if (xfd >= 0 && !(rc = alex_stage_catch_up(a, db->eng, 1)) && !(rc = alex_merge(a, db->eng)))
+		db->stg_since = 0;
+	if (rc)
+		alex_msg(ALEX_MSG_WARN, "%s: merging the staging log at close: %s", db->path,
+			 alex_strerror(rc));
+	if (db->stg_since && (rc = alex_stage_sync(a)))
+		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: sync at close: %s", db->path,
+			 alex_strerror(rc));
+	db->stg_since = 0;
+	struct alex_stats s;
+	alex_stats(a, &s);
+	alex_stats_add_engine(&s);
+	if ((rc = alex_close(a)))
+		alex_msg(ALEX_MSG_WARN, "%s-alex-stage: close: %s", db->path, alex_strerror(rc));
+	alex_io_over_free(db->over);
+	db->stg = NULL;
+	db->over = NULL;
+}
+
+void alex_staging_forget(struct pdb *db)
+{
+	if (!db->stg)
+		return;
+	db->stg_since = 0;
+	int rc = alex_discard(db->stg);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: after fork: %s", db->path, alex_strerror(rc));
+}

@@ -1,0 +1,136 @@
+#!/bin/bash
+# stage.sh BUILD - NORMAL mode's staging log (ALEX_STAGE=1, docs/STAGING.md)
+# with real clients:
+#  kill     a staging writer killed with SIGKILL: the staging log holds its
+#           acknowledged rows (the next opener has every one), the durable
+#           log says STAGED, and SQLite without ALEX refuses the file;
+#  tool     alex checkpoint merges a dead writer's staged commits: plain
+#           sqlite3 then reads every acknowledged row, nothing beside it;
+#  mixed    a NORMAL process without ALEX_STAGE, open before a staging one
+#           began, then one that opens after it, and a FULL one, go through
+#           the staging log too: exact totals, integrity ok;
+#  idle     a window with no commit to end it: the staging log is synced
+#           (an fdatasync of <db>-alex-stage, none of <db>-alex);
+#  window   a burst of commits reaches the durable log as a few merges,
+#           not one record per commit.
+set -u
+B=$(cd "${1:?usage: stage.sh BUILD}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$B/libalex.so
+tmp=$(mktemp -d /tmp/alex-stage.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export ALEX_SYNC=normal
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# ---- kill -----------------------------------------------------------------
+db=$tmp/kill.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(id integer primary key, payload blob)"
+for i in 1 2 3 4 5; do
+	ALEX_STAGE=1 LD_PRELOAD=$lib python3 "$here/crash_writer.py" "$db" "$i" >"$tmp/acks" 2>"$tmp/err" &
+	pid=$!
+	sleep "0.$(( (RANDOM % 40) + 30 ))"
+	kill -9 "$pid"; wait "$pid" 2>/dev/null
+	acked=$(tail -n 1 "$tmp/acks"); acked=${acked:-0}
+	if [ "$i" = 1 ]; then
+		[ -e "$db-alex-stage" ] && ok || bad "kill: no staging log after the kill"
+		"$B/alex" inspect "$db" 2>/dev/null | grep -q '^header: .* STAGED' && ok ||
+			bad "kill: the durable log does not say STAGED"
+		if sqlite3 "$db" "select count(*) from t" >/dev/null 2>&1; then
+			bad "kill: SQLite without ALEX read the database while commits were staged"
+		else
+			ok
+		fi
+	fi
+	res=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" \
+		"pragma integrity_check; select count(*) from t where id <= $acked" 2>&1)
+	[ "$res" = "$(printf 'ok\n%s' "$acked")" ] && ok ||
+		bad "kill $i: acknowledged $acked, got: $(echo "$res" | tr '\n' ' ')"
+done
+
+# ---- tool -----------------------------------------------------------------
+db=$tmp/tool.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(id integer primary key, payload blob)"
+ALEX_STAGE=1 LD_PRELOAD=$lib python3 "$here/crash_writer.py" "$db" 7 >"$tmp/acks" 2>"$tmp/err" &
+pid=$!
+sleep 0.5
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+acked=$(tail -n 1 "$tmp/acks"); acked=${acked:-0}
+if "$B/alex" checkpoint "$db" >"$tmp/out" 2>&1; then
+	res=$(sqlite3 "$db" "pragma integrity_check; select count(*) from t where id <= $acked" 2>&1)
+	[ "$res" = "$(printf 'ok\n%s' "$acked")" ] && ok ||
+		bad "tool: acknowledged $acked, plain sqlite3 got: $(echo "$res" | tr '\n' ' ')"
+	left=$(ls "$db"-* 2>/dev/null)
+	[ -z "$left" ] && ok || bad "tool: left beside the database: $left"
+else
+	bad "tool: alex checkpoint failed: $(cat "$tmp/out")"
+fi
+
+# ---- mixed ----------------------------------------------------------------
+db=$tmp/mixed.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(w integer, n integer)"
+cat >"$tmp/mixed.py" <<'PY'
+import sqlite3, sys
+import time
+con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+con.execute("select count(*) from t").fetchone()  # open, caught up
+time.sleep(float(sys.argv[4]))
+pause = float(sys.argv[5])
+for i in range(int(sys.argv[3])):
+    con.execute("insert into t values(?, ?)", (int(sys.argv[2]), i))
+    time.sleep(pause)
+    if i % 97 == 0:
+        con.execute("select count(*) from t").fetchone()
+con.close()
+PY
+LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 2 1500 0.4 0 &
+p2=$!
+sleep 0.2
+ALEX_STAGE=1 LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 1 1500 0 0.0005 &
+p1=$!
+ALEX_SYNC=full LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 3 300 0.3 0.001 &
+p3=$!
+wait $p1 && wait $p2 && wait $p3 || bad "mixed: a writer failed"
+res=$(sqlite3 "$db" "pragma integrity_check; select w, count(*), count(distinct n) from t group by w" 2>&1)
+want=$(printf 'ok\n1|1500|1500\n2|1500|1500\n3|300|300')
+[ "$res" = "$want" ] && ok || bad "mixed: got: $(echo "$res" | tr '\n' ' ')"
+
+# ---- idle -----------------------------------------------------------------
+db=$tmp/idle.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(a)"
+cat >"$tmp/idle.py" <<'PY'
+import os, sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(5):
+    con.execute("insert into t values(?)", (i,))
+time.sleep(0.6)   # six windows of 100 ms, no commit
+os._exit(0)        # no close, no merge: as a death
+PY
+(strace -f -y -e trace=fdatasync -o "$tmp/trace" -E ALEX_STAGE=1 -E LD_PRELOAD="$lib" \
+	python3 "$tmp/idle.py" "$db") >/dev/null 2>&1
+grep -q 'fdatasync([0-9]*</.*idle.db-alex-stage>' "$tmp/trace" && ok ||
+	bad "idle: the staging log was not synced: $(grep -c fdatasync "$tmp/trace") fdatasyncs"
+res=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t" 2>&1)
+[ "$res" = 5 ] && ok || bad "idle: got $res rows"
+
+# ---- window ---------------------------------------------------------------
+db=$tmp/window.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(a)"
+cat >"$tmp/burst.py" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(3000):
+    con.execute("insert into t values(?)", (i,))
+PY
+ALEX_STAGE=1 ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib \
+	python3 "$tmp/burst.py" "$db"
+recs=$("$B/alex" inspect "$db" 2>/dev/null | sed -n 's/^records: \([0-9]*\),.*/\1/p')
+recs=${recs:-0}
+n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t")
+[ "$n" = 3000 ] && ok || bad "window: $n rows"
+if [ "$recs" -ge 1 ] && [ "$recs" -lt 300 ]; then ok; else
+	bad "window: 3000 commits made $recs records of the durable log"; fi
+
+echo "stage: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
