@@ -34,6 +34,9 @@
 #           checkpoint runs (commit.c, ckpt_due); quick: the sample and
 #           every cut around a sync of the database file
 #   normal  the same with ALEX_SYNC=normal, paced
+#   staged  the same with ALEX_STAGE=1: commits in <db>-alex-stage, merged
+#           into the log once per window (docs/STAGING.md); the judge's
+#           ALEX finds the staging log and goes through it
 #   wal     the same in WAL mode, with SQLite's own WAL checkpoints
 #   attach  two databases attached, every transaction writes both (SQLite's
 #           super-journal): all or none of each in both
@@ -89,6 +92,7 @@ record() {
 	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	early) "${env[@]}" ALEX_CHECKPOINT_MB=64 "$PC" run "$d/run/db.db" "$d/acks" 1200 0 ;;
 	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
+	staged) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=1 "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	attach) "${env[@]}" "$B/tests/attach" run "$d/run" 2 30 ;;
 	multi)
@@ -127,7 +131,7 @@ judge() {
 	fi
 	cp -r "$c/alex" "$c/plain" && cp -r "$c/alex" "$c/alex2"
 	local mode=full cut_ns verdict
-	[ "$p" = normal ] && mode=normal
+	[ "$p" = normal ] || [ "$p" = staged ] && mode=normal
 	cut_ns=$(awk '{ print $1; exit }' "$c/alex/.cut")
 	if [ "$p" = attach ]; then
 		verdict=$(flock "$d/judge.lock" bash -c 'attach_verdict "$@"' _ "$d" "$c")
@@ -218,7 +222,7 @@ cuts() {
 	fi
 }
 
-phases=${CRASHTEST_PHASES:-first short keep full early normal wal attach multi}
+phases=${CRASHTEST_PHASES:-first short keep full early normal staged wal attach multi}
 for p in $phases; do
 	if ! record "$p" >"$tmp/$p.out" 2>&1; then
 		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
