@@ -41,6 +41,9 @@ t "alex-run --help" "$B/alex-run" --help >/dev/null
 t "alex-run --version" [ "$("$B/alex-run" --version)" = "alex-run 0.1.0" ]
 "$B/alex-run" --sync=sometimes true 2>/dev/null
 t "alex-run rejects a bad --sync" [ $? -eq 2 ]
+t "alex-run --stage sets staging and normal" [ "$("$B/alex-run" --stage sh -c 'echo $ALEX_STAGE $ALEX_SYNC')" = "1 normal" ]
+ALEX_STAGE=2 LD_PRELOAD=$lib sqlite3 stage.db 'select 1' >/dev/null 2>err
+t "bad ALEX_STAGE named" grep -q 'ALEX_STAGE=2 is invalid' err
 "$B/alex-run" -- sh -c 'exit 7'
 t "alex-run returns the command's status" [ $? -eq 7 ]
 t "alex-run appends to LD_PRELOAD" [ "$(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1 \
