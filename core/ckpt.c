@@ -339,6 +339,11 @@ int alex_ckpt_run(alex_db *db)
 	 * a staging engine never checkpoints (its base is read-only) */
 	if (db->above_holds || db->io.ops->ident)
 		return ALEX_EBUSY;
+	/* a staging log may hold commits this epoch lacks, and no engine
+	 * above was asked (review: a process that opened before staging
+	 * began checkpointed at its close and orphaned them) */
+	if (db->epoch_live && (db->hdr.flags & ALEX_HDR_STAGED) && !db->above_attached)
+		return ALEX_EBUSY;
 	int err = run_once(db);
 
 	if ((err == ENOSPC || err == EDQUOT) && !db->failed && alex_log_trim(db) == 0)

@@ -79,6 +79,9 @@ struct alex_db {
 	uint64_t txn;         /* id of the open transaction */
 	uint64_t epoch_commits; /* commit records in the current epoch */
 	int failed;           /* an unrecoverable I/O error happened */
+	int above_attached;   /* a staging engine is stacked over this one (or
+				 was, and left nothing unmerged): without it,
+				 an epoch that says STAGED is never ended */
 	int above_holds;      /* a staging engine over this one (io_over.h) holds
 			         commits this one does not: no checkpoint, no
 			         unmark, no removal of the log until merged */

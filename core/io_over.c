@@ -214,7 +214,14 @@ static int o_ident(void *ctx, uint8_t out[ALEX_BASE_HDR])
 {
 	struct alex_io_over *c = ctx;
 	alex_db *b = c->below;
+	int err;
 
+	/* below as it stands now, not as this process last looked: a merge
+	 * may have come since (another process's drain holds only SHARED),
+	 * and above's new epoch would look applied against an older point,
+	 * its reads going back in time (review) */
+	if ((err = alex_refresh(b, 0)))
+		return err;
 	memset(out, 0, ALEX_BASE_HDR);
 	memcpy(out, "ALEXSTAGE", 9);
 	if (b->log_fd >= 0 && !b->log_stub) {
@@ -266,6 +273,7 @@ int alex_io_over_new(alex_db *below, const struct alex_io *files, struct alex_io
 	 * (a staging log synced names a point below that cannot go back) */
 	c->below_sync = below->cfg.sync;
 	below->cfg.sync = ALEX_SYNC_FULL;
+	below->above_attached = 1;
 	*out = c;
 	return 0;
 }
@@ -296,6 +304,17 @@ int alex_stage_sync(alex_db *a)
 	c = a->io.ctx;
 	if (a->log_fd < 0 || a->log_stub)
 		return 0;
+	/* below first, as far as the point this log names: its log (made,
+	 * or begun anew, by prepare, unsynced), its name, and the fence on
+	 * the database file (review: a power cut left below's new log empty,
+	 * and the synced staging log then named a point that never was) */
+	alex_db *b = c->below;
+	int fd = b->base_fd[ALEX_FILE_DB];
+	if (fd >= 0 && (err = b->io.ops->fdatasync(b->io.ctx, fd)))
+		return err;
+	if (b->log_fd >= 0 && !b->log_stub &&
+	    ((err = alex_log_sync(b)) || (err = b->io.ops->sync_dir(b->io.ctx, b->log_path))))
+		return err;
 	if ((err = c->files.ops->fdatasync(c->files.ctx, a->log_fd)))
 		return err;
 	a->st.syncs++;
@@ -305,8 +324,12 @@ int alex_stage_sync(alex_db *a)
 
 void alex_io_over_free(struct alex_io_over *o)
 {
-	if (o)
+	if (o) {
 		o->below->cfg.sync = o->below_sync;
+		/* below may still end its epoch if above left nothing in it
+		 * (the last close: merged, then below checkpoints) */
+		o->below->above_attached = !o->below->above_holds;
+	}
 	free(o);
 }
 

@@ -34,6 +34,7 @@
 #include "crc32c.h"
 #include "db.h"
 #include "delta.h"
+#include "engine.h"
 #include "known.h"
 #include "log.h"
 #include "log_xts.h"
@@ -575,6 +576,16 @@ int alex_log_remove(struct alex_db *db)
 		alex_log_drop(db);
 		db->epoch_live = 0;
 		return 0;
+	}
+	/* What this engine judged empty is its own view: another engine may
+	 * have committed since it last looked, and died (review: a staging
+	 * log removed with a dead process's commits in it by a close that
+	 * had not caught up).  It looks again now that the lock keeps every
+	 * other engine out. */
+	if (!db->cfg.exclusive) {
+		int err = alex_reload(db, 0, 0);
+		if (err || db->epoch_commits || db->doubt)
+			return err ? err : ALEX_EINUSE;
 	}
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */

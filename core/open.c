@@ -237,6 +237,8 @@ void alex_set_checkpoint_on_close(alex_db *db, int on)
  * `alex recover`. */
 static int removable(const alex_db *db)
 {
+	if (db->epoch_live && (db->hdr.flags & ALEX_HDR_STAGED) && !db->above_attached)
+		return 0; /* a staging log may hold commits it names (ckpt.c) */
 	return !db->failed && !db->above_holds && !db->epoch_commits && !alex_txn_open(db) &&
 	       !db->pending.n && !db->doubt && !db->cond_open &&
 	       db->st.stop_reason <= ALEX_STOP_STALE && !db->st.lost_offset;

@@ -23,7 +23,9 @@ uint64_t alex_view_plain(const alex_db *db, enum alex_file f)
 
 uint64_t alex_view_gen(const alex_db *db)
 {
-	return db->view_gen;
+	/* a staging engine's view moves with the engine below's too */
+	const alex_db *b = alex_io_over_below(db);
+	return db->view_gen + (b ? alex_view_gen(b) : 0);
 }
 
 int alex_view_fd(const alex_db *db, enum alex_file f)

@@ -169,6 +169,13 @@ void alex_serve_close(struct pdb *db)
 	int xfd = -1;
 	if (!rc && (alex_cfg.engine.checkpoint_on_close || db->stg))
 		xfd = exclusive_hold(db->path);
+	/* another process may have begun to stage since this one last
+	 * looked: its commits are above, and this close merges them before
+	 * any checkpoint (review: a close that never looked orphaned them) */
+	if (xfd >= 0 && !db->stg && (rc = alex_staging_catch_up(db, 1))) {
+		REAL(close)(xfd);
+		xfd = -1;
+	}
 	/* the staging log merged (or, with others at work, synced) first:
 	 * every close, not only the last, so that this process's commits
 	 * never wait in it for a later opener */
@@ -557,7 +564,8 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 		on = !db->syncing && alex_sync_start(db->eng);
 		*waiting = alex_sync_pending(db->eng);
 	}
-	db->syncing = on;
+	/* which one began: a staging engine may be attached before it ends */
+	db->syncing = on ? (db->stg ? 2 : 1) : 0;
 	pthread_mutex_unlock(&db->mu);
 	return on;
 }
@@ -566,7 +574,7 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
  * gone (alex_serve_close waits for it). */
 void alex_serve_sync_end(struct pdb *db)
 {
-	if (db->stg) {
+	if (db->syncing == 2) {
 		/* the staging log's sync: under the lock, which it needs for
 		 * its descriptor, and seldom (a window with no commit to end it) */
 		pthread_mutex_lock(&db->mu);

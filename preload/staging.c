@@ -129,8 +129,8 @@ int alex_staging_commit(struct pdb *db, int *kick)
 	switch (alex_cfg.engine.sync) {
 	case ALEX_SYNC_FULL:
 		return window_end(db);
-	case ALEX_SYNC_OFF:
-		return 0; /* merged by others, or at the close */
+	case ALEX_SYNC_OFF: /* no window: merged at half the extent, by others, at the close */
+		return alex_stage_bytes(a) >= alex_cfg.engine.extent_bytes / 2 ? window_end(db) : 0;
 	default:
 		break;
 	}

@@ -91,8 +91,9 @@ struct pdb {
 	struct alex_held held; /* the process's locks on SQLite's bytes of
 				the file, as made through the hook (locks.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
-	int syncing;         /* the flusher syncs the log without mu: the
-				engine must not close before (mu) */
+	int syncing;         /* the flusher syncs the log without mu (1), or
+				the staging log (2): the engine must not
+				close before (mu) */
 	pthread_cond_t synced; /* ... signalled when it is done */
 	struct alex_fence no_journal; /* fenced epochs in which this process */
 	struct alex_fence no_wal;     /* found no <db>-journal, no <db>-wal on

@@ -314,7 +314,7 @@ static int recover(const char *path, struct alex_config *cfg)
  * command first merges them, as the last close of a program would have.
  * The caller holds the database's lock, and no engine has it open.
  */
-static int merge_staged(const char *path, const struct alex_config *cfg)
+static int merge_staged(const char *path, const struct alex_config *cfg, int ckpt)
 {
 	char stage[4200];
 	struct alex_config ca = *cfg;
@@ -346,6 +346,10 @@ static int merge_staged(const char *path, const struct alex_config *cfg)
 		alex_stats(a, &st);
 		rc = alex_merge(a, b);
 	}
+	/* checkpoint and recover end the epoch, which says STAGED: only an
+	 * engine with the staging engine over it may (core/ckpt.c) */
+	if (!rc && ckpt)
+		rc = alex_checkpoint(b);
 	if (a && alex_close(a) && !rc)
 		rc = ALEX_EINVAL;
 	alex_io_over_free(ov);
@@ -468,7 +472,7 @@ int main(int argc, char **argv)
 		}
 		cfg.key = key;
 	}
-	if (merge_staged(path, &cfg)) {
+	if (merge_staged(path, &cfg, ckpt || strcmp(cmd, "recover") == 0)) {
 		syscall(SYS_close, lockfd);
 		alex_key_free(key);
 		return 1;

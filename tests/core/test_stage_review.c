@@ -1,0 +1,318 @@
+/*
+ * From the review of staging's step 2 (libalex.so wiring, fifteenth
+ * session), each written as a failing test by the reviewer: a staging log
+ * synced before below's new log was (power cut: everything since the
+ * open lost); a merge between a reader's two catch-ups (its view went
+ * back); closes that judged a log empty on a stale view and removed it
+ * with a dead engine's commits; a view generation that did not follow
+ * below; deaths at every step of a merge that spills below.  And the
+ * defence for the first finding of that review: an engine that never had
+ * a staging engine over it leaves a STAGED epoch alone.
+ */
+#include "helpers.h"
+#include "format.h"
+#include "io_over.h"
+
+#define NB 64u
+struct rig { alex_mem *m; struct alex_io io, over_io; struct alex_io_over *ov; alex_db *below, *above; };
+
+static void rig_open(struct rig *r)
+{
+	struct alex_config cb, ca;
+	small_config(&cb);
+	cb.db_only = 1;
+	r->io = alex_mem_io(r->m);
+	r->below = open_engine(&cb, &r->io);
+	cr_assert_eq(alex_io_over_new(r->below, &r->io, &r->ov), 0);
+	r->over_io = alex_io_over(r->ov);
+	ca = cb;
+	alex_config_over(&ca);
+	r->above = open_engine(&ca, &r->over_io);
+}
+static void rig_die(struct rig *r)
+{
+	alex_close(r->above);
+	alex_io_over_free(r->ov);
+	alex_close(r->below);
+}
+static void put(alex_db *db, uint8_t *want, uint32_t txn, uint32_t blk)
+{
+	fill_block(want + (size_t)blk * BLK, txn, blk);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, want + (size_t)blk * BLK, BLK, (uint64_t)blk * BLK), 0);
+}
+static int same(alex_db *db, const uint8_t *want, uint64_t size)
+{
+	static uint8_t got[NB * BLK];
+	size_t n;
+	if (alex_read(db, ALEX_FILE_DB, got, size, 0, &n) || n != size)
+		return 0;
+	return memcmp(got, want, size) == 0;
+}
+
+/* mode 0: no log below yet; mode 1: below merged and checkpointed before
+ * (its next epoch begun by prepare, never synced) */
+static void run(int mode, int how)
+{
+	static uint8_t want[NB * BLK];
+	struct rig r = { .m = alex_mem_new() };
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(r.m, DB, want, 8 * BLK);
+	rig_open(&r);
+	if (mode == 1) {
+		put(r.above, want, 2, 1);
+		cr_assert_eq(alex_commit(r.above), 0);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		cr_assert_eq(alex_checkpoint(r.below), 0);
+	}
+	for (uint32_t t = 3; t < 9; t++) {
+		put(r.above, want, t, t % 5);
+		cr_assert_eq(alex_commit(r.above), 0);
+	}
+	cr_assert_eq(alex_stage_sync(r.above), 0); /* the flusher: the window passed */
+	int bad = 0;
+	for (int seed = 1; seed < 30; seed++) {
+		alex_mem *img = alex_mem_crash(r.m, how, (uint64_t)seed);
+		struct rig c = { .m = img };
+		rig_open(&c);
+		if (!same(c.above, want, 8 * BLK))
+			bad++;
+		rig_die(&c);
+		alex_mem_free(img);
+	}
+	rig_die(&r);
+	alex_mem_free(r.m);
+	cr_expect_eq(bad, 0, "mode %d how %#x: %d of 29 power cuts lost commits the flusher had synced",
+		     mode, how, bad);
+}
+
+Test(stage_review, synced_before_first_merge_no_log) { run(0, ALEX_CRASH_LOSE); }
+Test(stage_review, synced_before_first_merge_no_log_subset) { run(0, ALEX_CRASH_SUBSET | ALEX_CRASH_DIRS_LOST); }
+Test(stage_review, synced_after_checkpoint) { run(1, ALEX_CRASH_LOSE); }
+Test(stage_review, synced_after_checkpoint_subset) { run(1, ALEX_CRASH_SUBSET | ALEX_CRASH_DIRS_LOST); }
+
+/* Another process merges (alex_stage_drain: WAL mode's open, under SQLite's
+ * SHARED only) between this process's catch-up of below and of above */
+Test(stage_review, drain_between_catch_ups)
+{
+	static uint8_t want[NB * BLK];
+	struct rig w = { .m = alex_mem_new() }, r;
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(w.m, DB, want, 8 * BLK);
+	rig_open(&w);
+	put(w.above, want, 2, 1);
+	cr_assert_eq(alex_commit(w.above), 0);
+	cr_assert_eq(alex_merge(w.above, w.below), 0);
+	put(w.above, want, 3, 2);
+	cr_assert_eq(alex_commit(w.above), 0);
+	r.m = w.m;
+	rig_open(&r);
+	cr_assert_eq(alex_stage_catch_up(r.above, r.below, 1), 0);
+	cr_assert(same(r.above, want, 8 * BLK), "r sees c2 before");
+	/* r's next catch-up, split by w's drain */
+	cr_assert_eq(alex_refresh(r.below, 1), 0);
+	cr_assert_eq(alex_stage_drain(w.above, w.below), 0);
+	cr_assert_eq(alex_refresh(r.above, 1), 0);
+	cr_expect(same(r.above, want, 8 * BLK), "r went back in time: c2 missing after the drain");
+	cr_assert_eq(alex_stage_catch_up(r.above, r.below, 1), 0);
+	cr_expect(same(r.above, want, 8 * BLK), "r at its next catch-up");
+	rig_die(&r);
+	rig_die(&w);
+	alex_mem_free(w.m);
+}
+
+static void rig_open_rm(struct rig *r)
+{
+	struct alex_config cb, ca;
+	small_config(&cb);
+	cb.db_only = 1;
+	cb.remove_log = 1;
+	r->io = alex_mem_io(r->m);
+	r->below = open_engine(&cb, &r->io);
+	cr_assert_eq(alex_io_over_new(r->below, &r->io, &r->ov), 0);
+	r->over_io = alex_io_over(r->ov);
+	ca = cb;
+	alex_config_over(&ca);
+	ca.remove_log = 1; /* as staging.c's attach */
+	r->above = open_engine(&ca, &r->over_io);
+}
+
+/* P1 caught up before P3 staged a commit and died; P1's close cannot take
+ * EXCLUSIVE (another process holds a lock for a moment), so it closes its
+ * staging engine without a catch-up (staging.c: alex_staging_close) */
+Test(stage_review, stale_close_removes_staging_log)
+{
+	static uint8_t want[NB * BLK];
+	struct rig p1 = { .m = alex_mem_new() }, p3;
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(p1.m, DB, want, 8 * BLK);
+	rig_open_rm(&p1);
+	put(p1.above, want, 2, 1);            /* P1 stages, and merges */
+	cr_assert_eq(alex_commit(p1.above), 0);
+	cr_assert_eq(alex_merge(p1.above, p1.below), 0);
+	p3.m = p1.m;
+	rig_open_rm(&p3);
+	cr_assert_eq(alex_stage_catch_up(p3.above, p3.below, 1), 0);
+	put(p3.above, want, 3, 2);            /* P3 stages c3 ... */
+	cr_assert_eq(alex_commit(p3.above), 0);
+	rig_die(&p3);                         /* ... and goes (its engines closed: not removable) */
+	size_t len;
+	cr_assert_not_null(alex_mem_get(p1.m, "/mem/t.db-alex-stage", &len), "P3 left its staging log");
+	alex_close(p1.above);                 /* P1's close with xfd < 0: no catch-up */
+	alex_io_over_free(p1.ov);
+	cr_expect_not_null(alex_mem_get(p1.m, "/mem/t.db-alex-stage", &len),
+			   "P1's stale close removed the staging log that holds c3");
+	alex_close(p1.below);
+	rig_open_rm(&p3);
+	cr_assert_eq(alex_stage_catch_up(p3.above, p3.below, 1), 0);
+	cr_expect(same(p3.above, want, 8 * BLK), "c3 lost");
+	rig_die(&p3);
+	alex_mem_free(p1.m);
+}
+
+/* the same for the durable log alone (before staging): is it new? */
+Test(stage_review, stale_close_removes_log_plain)
+{
+	static uint8_t want[NB * BLK];
+	alex_mem *m = alex_mem_new();
+	struct alex_config cb;
+	struct alex_io io = alex_mem_io(m);
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(m, DB, want, 8 * BLK);
+	small_config(&cb);
+	cb.db_only = 1;
+	cb.remove_log = 1;
+	cb.checkpoint_on_close = 0;
+	alex_db *p1 = open_engine(&cb, &io);
+	put(p1, want, 2, 1);
+	cr_assert_eq(alex_commit(p1), 0);
+	cr_assert_eq(alex_checkpoint(p1), 0);  /* p1's view: an epoch with no commit */
+	alex_db *p3 = open_engine(&cb, &io);
+	put(p3, want, 3, 2);
+	cr_assert_eq(alex_commit(p3), 0);
+	alex_close(p3);
+	alex_close(p1);
+	alex_db *q = open_engine(&cb, &io);
+	cr_expect(same(q, want, 8 * BLK), "plain: lost");
+	alex_close(q);
+	alex_mem_free(m);
+}
+
+/* below changes with nothing above (a commit across databases moved below
+ * while the staging epoch was empty): does above's view generation move,
+ * so that libalex.so lays a mapping afresh? */
+Test(stage_review, view_gen_follows_below)
+{
+	static uint8_t want[NB * BLK];
+	struct rig w = { .m = alex_mem_new() }, r;
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(w.m, DB, want, 8 * BLK);
+	rig_open(&w);
+	put(w.above, want, 2, 1);
+	cr_assert_eq(alex_commit(w.above), 0);
+	cr_assert_eq(alex_merge(w.above, w.below), 0);
+	r.m = w.m;
+	rig_open(&r);
+	cr_assert_eq(alex_stage_catch_up(r.above, r.below, 1), 0);
+	uint64_t g = alex_view_gen(r.above);
+	put(w.above, want, 3, 2);             /* the transaction, moved below */
+	cr_assert_eq(alex_stage_move(w.above, w.below), 0);
+	cr_assert_eq(alex_commit_cond(w.below, "/mem/t.db-mj0123ABCD"), 0);
+	alex_resolve(w.below);
+	cr_assert_eq(alex_stage_catch_up(r.above, r.below, 1), 0);
+	cr_expect(same(r.above, want, 8 * BLK), "reads see it");
+	cr_expect_neq(alex_view_gen(r.above), g, "above's view generation did not move");
+	rig_die(&r);
+	rig_die(&w);
+	alex_mem_free(w.m);
+}
+
+/* a process death at every step of a merge large enough to spill below:
+ * every commit made above must be there after it */
+struct snaps { alex_mem *m; alex_mem *img[512]; int n; int on; };
+static void snap(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	struct snaps *s = arg;
+	(void)op, (void)kind, (void)fd;
+	if (s->on && s->n < 512)
+		s->img[s->n++] = alex_mem_crash(s->m, ALEX_CRASH_KEEP, 1);
+}
+Test(stage_review, death_during_spilling_merge)
+{
+	static uint8_t want[NB * BLK];
+	static struct snaps s;
+	struct rig w = { .m = alex_mem_new() };
+	for (uint32_t i = 0; i < 40; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(w.m, DB, want, 40 * BLK);
+	rig_open(&w);
+	put(w.above, want, 2, 0);
+	cr_assert_eq(alex_commit(w.above), 0);
+	cr_assert_eq(alex_merge(w.above, w.below), 0);
+	for (uint32_t t = 3; t < 33; t++) {   /* 30 blocks above: the merge spills */
+		put(w.above, want, t, t);
+		cr_assert_eq(alex_commit(w.above), 0);
+	}
+	s.m = w.m;
+	alex_mem_on_op(w.m, snap, &s);
+	s.on = 1;
+	cr_assert_eq(alex_merge(w.above, w.below), 0);
+	s.on = 0;
+	struct alex_stats st;
+	alex_stats(w.below, &st);
+	cr_log_info("merge: %d ops, below spills %llu", s.n, (unsigned long long)st.spills);
+	int bad = 0;
+	for (int i = 0; i < s.n; i++) {
+		struct rig c = { .m = s.img[i] };
+		rig_open(&c);
+		if (!same(c.above, want, 40 * BLK)) {
+			bad++;
+			cr_log_error("death after op %d of the merge: commits lost", i + 1);
+		}
+		rig_die(&c);
+		alex_mem_free(s.img[i]);
+	}
+	cr_expect_eq(bad, 0, "%d of %d deaths lost commits", bad, s.n);
+	rig_die(&w);
+	alex_mem_free(w.m);
+}
+
+/* A process that opened before staging began has only below; at its close
+ * it must neither checkpoint nor remove a log whose epoch says STAGED
+ * (review: it did, and a dead stager's commits were orphaned) */
+Test(stage_review, unattached_engine_leaves_a_staged_epoch_alone)
+{
+	static uint8_t want[NB * BLK];
+	struct rig p1 = { .m = alex_mem_new() };
+	struct alex_config cb;
+	struct alex_io io;
+
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(p1.m, DB, want, 8 * BLK);
+	io = alex_mem_io(p1.m);
+	small_config(&cb);
+	cb.db_only = 1;
+	cb.remove_log = 1;
+	alex_db *p2 = open_engine(&cb, &io);     /* open before staging began */
+	rig_open(&p1);
+	put(p1.above, want, 2, 1);
+	cr_assert_eq(alex_commit(p1.above), 0);
+	alex_close(p1.above);                    /* p1 dies: no merge */
+	alex_io_over_free(p1.ov);
+	alex_close(p1.below);
+	cr_assert_eq(alex_refresh(p2, 1), 0);
+	cr_expect(alex_stage_marked(p2), "p2 sees STAGED");
+	cr_expect_eq(alex_checkpoint(p2), ALEX_EBUSY, "p2 checkpointed a staged epoch");
+	alex_close(p2);
+	size_t len;
+	cr_expect_not_null(alex_mem_get(p1.m, LOG, &len), "p2's close removed the log");
+	rig_open(&p1);
+	cr_expect(same(p1.above, want, 8 * BLK), "the staged commit was lost");
+	rig_die(&p1);
+	alex_mem_free(p1.m);
+}
