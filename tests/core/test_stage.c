@@ -6,78 +6,12 @@
  * for a commit across databases; and a staging log synced without a
  * merge survives a power cut.
  */
-#include "helpers.h"
 #include "format.h"
-#include "io_over.h"
-
-#define STAGE "/mem/t.db-alex-stage"
-#define NB 64u
-
-struct rig {
-	alex_mem *m;
-	struct alex_io io, over_io;
-	struct alex_io_over *ov;
-	alex_db *below, *above;
-};
-
-static void rig_open_cfg(struct rig *r, const struct alex_config *cb0)
-{
-	struct alex_config cb = *cb0, ca;
-
-	r->io = alex_mem_io(r->m);
-	r->below = open_engine(&cb, &r->io);
-	cr_assert_eq(alex_io_over_new(r->below, &r->io, &r->ov), 0);
-	r->over_io = alex_io_over(r->ov);
-	ca = cb;
-	alex_config_over(&ca);
-	r->above = open_engine(&ca, &r->over_io);
-}
-
-static void rig_open(struct rig *r)
-{
-	struct alex_config cb;
-
-	small_config(&cb);
-	cb.db_only = 1;
-	rig_open_cfg(r, &cb);
-}
-
-static void rig_die(struct rig *r)
-{
-	cr_assert_eq(alex_close(r->above), 0);
-	alex_io_over_free(r->ov);
-	cr_assert_eq(alex_close(r->below), 0);
-}
-
-static void rig_new(struct rig *r, uint32_t blocks, uint8_t *want)
-{
-	r->m = alex_mem_new();
-	for (uint32_t i = 0; i < blocks; i++)
-		fill_block(want + (size_t)i * BLK, 1, i);
-	alex_mem_set(r->m, DB, want, (size_t)blocks * BLK);
-	rig_open(r);
-}
+#include "stage_rig.h"
 
 static void same_as(alex_db *db, const uint8_t *want, uint64_t size, const char *who)
 {
-	static uint8_t got[NB * BLK + BLK];
-	uint64_t s;
-	size_t n;
-
-	cr_assert_eq(alex_size(db, ALEX_FILE_DB, &s), 0);
-	cr_assert_eq(s, size, "%s: size %llu, want %llu", who, (unsigned long long)s,
-		     (unsigned long long)size);
-	cr_assert_eq(alex_read(db, ALEX_FILE_DB, got, sizeof got, 0, &n), 0);
-	cr_assert_eq(n, size, "%s", who);
-	for (uint64_t i = 0; i < size; i++)
-		cr_assert_eq(got[i], want[i], "%s: byte %llu (block %llu)", who,
-			     (unsigned long long)i, (unsigned long long)(i / BLK));
-}
-
-static void put(alex_db *db, uint8_t *want, uint32_t txn, uint32_t blk)
-{
-	fill_block(want + (size_t)blk * BLK, txn, blk);
-	cr_assert_eq(alex_write(db, ALEX_FILE_DB, want + (size_t)blk * BLK, BLK, (uint64_t)blk * BLK), 0);
+	cr_assert(same(db, want, size), "%s: differs from the model", who);
 }
 
 static uint32_t slot_version(alex_mem *m, uint32_t *flags)

@@ -9,45 +9,8 @@
  * defence for the first finding of that review: an engine that never had
  * a staging engine over it leaves a STAGED epoch alone.
  */
-#include "helpers.h"
 #include "format.h"
-#include "io_over.h"
-
-#define NB 64u
-struct rig { alex_mem *m; struct alex_io io, over_io; struct alex_io_over *ov; alex_db *below, *above; };
-
-static void rig_open(struct rig *r)
-{
-	struct alex_config cb, ca;
-	small_config(&cb);
-	cb.db_only = 1;
-	r->io = alex_mem_io(r->m);
-	r->below = open_engine(&cb, &r->io);
-	cr_assert_eq(alex_io_over_new(r->below, &r->io, &r->ov), 0);
-	r->over_io = alex_io_over(r->ov);
-	ca = cb;
-	alex_config_over(&ca);
-	r->above = open_engine(&ca, &r->over_io);
-}
-static void rig_die(struct rig *r)
-{
-	alex_close(r->above);
-	alex_io_over_free(r->ov);
-	alex_close(r->below);
-}
-static void put(alex_db *db, uint8_t *want, uint32_t txn, uint32_t blk)
-{
-	fill_block(want + (size_t)blk * BLK, txn, blk);
-	cr_assert_eq(alex_write(db, ALEX_FILE_DB, want + (size_t)blk * BLK, BLK, (uint64_t)blk * BLK), 0);
-}
-static int same(alex_db *db, const uint8_t *want, uint64_t size)
-{
-	static uint8_t got[NB * BLK];
-	size_t n;
-	if (alex_read(db, ALEX_FILE_DB, got, size, 0, &n) || n != size)
-		return 0;
-	return memcmp(got, want, size) == 0;
-}
+#include "stage_rig.h"
 
 /* mode 0: no log below yet; mode 1: below merged and checkpointed before
  * (its next epoch begun by prepare, never synced) */
@@ -124,18 +87,12 @@ Test(stage_review, drain_between_catch_ups)
 
 static void rig_open_rm(struct rig *r)
 {
-	struct alex_config cb, ca;
+	struct alex_config cb;
+
 	small_config(&cb);
 	cb.db_only = 1;
 	cb.remove_log = 1;
-	r->io = alex_mem_io(r->m);
-	r->below = open_engine(&cb, &r->io);
-	cr_assert_eq(alex_io_over_new(r->below, &r->io, &r->ov), 0);
-	r->over_io = alex_io_over(r->ov);
-	ca = cb;
-	alex_config_over(&ca);
-	ca.remove_log = 1; /* as staging.c's attach */
-	r->above = open_engine(&ca, &r->over_io);
+	rig_open_with(r, &cb, 1); /* as staging.c's attach */
 }
 
 /* P1 caught up before P3 staged a commit and died; P1's close cannot take
