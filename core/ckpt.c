@@ -24,6 +24,7 @@
 #include "ckpt.h"
 #include "db.h"
 #include "engine.h"
+#include "io_over.h"
 #include "log.h"
 #include "protect.h"
 
@@ -342,7 +343,7 @@ int alex_ckpt_run(alex_db *db)
 	/* a staging log may hold commits this epoch lacks, and no engine
 	 * above was asked (review: a process that opened before staging
 	 * began checkpointed at its close and orphaned them) */
-	if (db->epoch_live && (db->hdr.flags & ALEX_HDR_STAGED) && !db->above_attached)
+	if (alex_stage_unmerged(db))
 		return ALEX_EBUSY;
 	int err = run_once(db);
 

@@ -60,6 +60,12 @@ int alex_stage_catch_up(alex_db *above, alex_db *below, int locked);
  * a merge: a process without a staging engine must open one. */
 int alex_stage_marked(const alex_db *below);
 
+/* May a staging log hold commits that below's epoch lacks, with no
+ * staging engine over below to say?  Its epoch says STAGED and the
+ * staging log is there: then below never ends the epoch or removes its
+ * log (core/ckpt.c, open.c). */
+int alex_stage_unmerged(const alex_db *below);
+
 /* Can below's log carry a staging log (format 7 or 8, or none yet)? */
 int alex_stage_possible(const alex_db *below);
 

@@ -11,6 +11,7 @@
  * so that a process dying between the two leaves above's records over a
  * below that already holds them: the same bytes again.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,21 @@ int alex_stage_catch_up(alex_db *a, alex_db *b, int locked)
 int alex_stage_marked(const alex_db *b)
 {
 	return b->epoch_live && (b->hdr.flags & ALEX_HDR_STAGED);
+}
+
+int alex_stage_unmerged(const alex_db *b)
+{
+	char name[4200];
+	int yes = 1;
+
+	if (!b->epoch_live || !(b->hdr.flags & ALEX_HDR_STAGED) || b->above_attached ||
+	    !b->path[ALEX_FILE_DB])
+		return 0;
+	/* no staging log, nothing staged: it is removed only empty */
+	snprintf(name, sizeof name, "%s-alex-stage", b->path[ALEX_FILE_DB]);
+	if (b->io.ops->exists(b->io.ctx, name, &yes))
+		return 1;
+	return yes;
 }
 
 int alex_stage_possible(const alex_db *b)

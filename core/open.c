@@ -9,6 +9,7 @@
 #include "ckpt.h"
 #include "codec.h"
 #include "engine.h"
+#include "io_over.h"
 #include "known.h"
 #include "log.h"
 #include "log_xts.h"
@@ -237,7 +238,7 @@ void alex_set_checkpoint_on_close(alex_db *db, int on)
  * `alex recover`. */
 static int removable(const alex_db *db)
 {
-	if (db->epoch_live && (db->hdr.flags & ALEX_HDR_STAGED) && !db->above_attached)
+	if (alex_stage_unmerged(db))
 		return 0; /* a staging log may hold commits it names (ckpt.c) */
 	return !db->failed && !db->above_holds && !db->epoch_commits && !alex_txn_open(db) &&
 	       !db->pending.n && !db->doubt && !db->cond_open &&
