@@ -103,6 +103,12 @@ static int seed_recover(const char *dir, int which)
 	/* the records, without the (random-salted) header: repair() re-chains */
 	int err = put(dir, "seed", which, &ctl, 1, log + ALEX_LOG_DATA,
 		      len > ALEX_LOG_DATA + 65536 ? 65536 : len - ALEX_LOG_DATA);
+	/* the same records as a staging log over an engine with no log (bit
+	 * 3), re-chained (bit 0) */
+	ctl |= 9;
+	if (!err)
+		err = put(dir, "stage", which, &ctl, 1, log + ALEX_LOG_DATA,
+			  len > ALEX_LOG_DATA + 65536 ? 65536 : len - ALEX_LOG_DATA);
 	alex_mem_free(m);
 	return err;
 }
