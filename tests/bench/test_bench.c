@@ -126,7 +126,7 @@ Test(options, defaults_and_values)
 	cr_expect_eq(o.ops, 5000);
 	cr_expect_eq(o.seed, 42);
 	cr_expect_eq(o.nw, 2);
-	cr_expect_eq(o.nm, 8, "all: every built-in mode but alex-keep (no short)");
+	cr_expect_eq(o.nm, 9, "all: every built-in mode but alex-keep (no short)");
 	cr_expect(o.probe && o.plots && !o.strace);
 
 	char *some[] = { "alex-bench", "--runs", "100", "--ops", "1", "--seed", "18446744073709551615",
