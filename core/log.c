@@ -35,6 +35,7 @@
 #include "db.h"
 #include "delta.h"
 #include "engine.h"
+#include "io_over.h"
 #include "known.h"
 #include "log.h"
 #include "log_xts.h"
@@ -587,6 +588,12 @@ int alex_log_remove(struct alex_db *db)
 		if (err || db->epoch_commits || db->doubt)
 			return err ? err : ALEX_EINUSE;
 	}
+	/* ... and a staging log may hold commits that name this log (its
+	 * STAGED header read just now; second review: an idle close removed
+	 * it under a dead stager's commits).  No engine can stage meanwhile:
+	 * it would hold this log open. */
+	if (alex_stage_unmerged(db))
+		return ALEX_EINUSE;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
 	alex_shm_retire(db);

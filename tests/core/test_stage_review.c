@@ -273,3 +273,86 @@ Test(stage_review, unattached_engine_leaves_a_staged_epoch_alone)
 	rig_die(&p1);
 	alex_mem_free(p1.m);
 }
+
+/* second review: as above, but p2 never looks again before its close (no
+ * checkpoint at close, so no catch-up): its view lacks STAGED, and
+ * alex_log_remove's reload sees STAGED but only asks epoch_commits */
+Test(stage_review, stale_unattached_close_leaves_a_staged_log)
+{
+	static uint8_t want[NB * BLK];
+	struct rig p1 = { .m = alex_mem_new() };
+	struct alex_config cb;
+	struct alex_io io;
+
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(p1.m, DB, want, 8 * BLK);
+	io = alex_mem_io(p1.m);
+	small_config(&cb);
+	cb.db_only = 1;
+	alex_db *p0 = open_engine(&cb, &io);     /* a log at rest, its epoch empty */
+	put(p0, want, 2, 1);
+	cr_assert_eq(alex_commit(p0), 0);
+	cr_assert_eq(alex_checkpoint(p0), 0);
+	alex_close(p0);
+	size_t len;
+	cr_assert_not_null(alex_mem_get(p1.m, LOG, &len));
+	cb.remove_log = 1;
+	cb.checkpoint_on_close = 0;
+	alex_db *p2 = open_engine(&cb, &io);     /* opens, looks, goes idle */
+	rig_open(&p1);
+	cr_assert_eq(alex_stage_catch_up(p1.above, p1.below, 1), 0);
+	put(p1.above, want, 3, 2);
+	cr_assert_eq(alex_commit(p1.above), 0);
+	alex_close(p1.above);                    /* p1 dies: no merge */
+	alex_io_over_free(p1.ov);
+	alex_close(p1.below);
+	cr_assert_not_null(alex_mem_get(p1.m, STAGE, &len));
+	alex_close(p2);                          /* stale: no refresh */
+	cr_expect_not_null(alex_mem_get(p1.m, LOG, &len), "p2's stale close removed below's STAGED log");
+	rig_open(&p1);
+	cr_assert_eq(alex_stage_catch_up(p1.above, p1.below, 1), 0);
+	cr_expect(same(p1.above, want, 8 * BLK), "the staged commit was lost");
+	rig_die(&p1);
+	alex_mem_free(p1.m);
+}
+
+Test(stage_review, control_without_the_stale_close)
+{
+	static uint8_t want[NB * BLK];
+	struct rig p1 = { .m = alex_mem_new() };
+	struct alex_config cb;
+	struct alex_io io;
+
+	for (uint32_t i = 0; i < 8; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(p1.m, DB, want, 8 * BLK);
+	io = alex_mem_io(p1.m);
+	small_config(&cb);
+	cb.db_only = 1;
+	alex_db *p0 = open_engine(&cb, &io);     /* a log at rest, its epoch empty */
+	put(p0, want, 2, 1);
+	cr_assert_eq(alex_commit(p0), 0);
+	cr_assert_eq(alex_checkpoint(p0), 0);
+	alex_close(p0);
+	size_t len;
+	cr_assert_not_null(alex_mem_get(p1.m, LOG, &len));
+	cb.remove_log = 1;
+	cb.checkpoint_on_close = 0;
+	alex_db *p2 = open_engine(&cb, &io);     /* opens, looks, goes idle */
+	rig_open(&p1);
+	cr_assert_eq(alex_stage_catch_up(p1.above, p1.below, 1), 0);
+	put(p1.above, want, 3, 2);
+	cr_assert_eq(alex_commit(p1.above), 0);
+	alex_close(p1.above);                    /* p1 dies: no merge */
+	alex_io_over_free(p1.ov);
+	alex_close(p1.below);
+	cr_assert_not_null(alex_mem_get(p1.m, STAGE, &len));
+	cr_expect_not_null(alex_mem_get(p1.m, LOG, &len), "p2's stale close removed below's STAGED log");
+	rig_open(&p1);
+	cr_assert_eq(alex_stage_catch_up(p1.above, p1.below, 1), 0);
+	cr_expect(same(p1.above, want, 8 * BLK), "the staged commit was lost");
+	rig_die(&p1);
+	alex_close(p2);
+	alex_mem_free(p1.m);
+}
