@@ -235,7 +235,14 @@ static int run_once(alex_db *db)
 		return ALEX_EFAILED;
 	if (db->pending.n || db->txn_truncated || db->cond_open || db->doubt)
 		return ALEX_EBUSY; /* not while a transaction across databases is undecided */
+	/* Staged commits above this epoch: the fence stays on after it too.
+	 * The staging log names this log by its uuid and next lsn, which the
+	 * next epoch keeps, so its records still lie over what this leaves
+	 * (merge.c: alex_merge_room). */
+	int keep = db->above_holds;
 	if (!db->epoch_commits) {
+		if (keep)
+			return ALEX_EBUSY; /* no room to be had, and no mark to clear */
 		/* the epoch's next record must put its fence back first */
 		db->epoch_started = 0;
 		return clear_stale_mark(db);
@@ -271,6 +278,10 @@ static int run_once(alex_db *db)
 	uint64_t csize0 = db->csize[ALEX_FILE_DB];
 	int slow = fenced && db->mark.kind != ALEX_MARK_NONE &&
 		   (csize0 < ALEX_BASE_HDR || !alex_protect_markable(true_hdr, ALEX_BASE_HDR));
+	if (slow && keep) {
+		err = ALEX_EBUSY; /* the true page 1 would leave with the epoch */
+		goto out;
+	}
 	for (unsigned f = 0, i = 0; f < ALEX_NFILES; f++) {
 		size_t start = i;
 		while (i < n && alex_key_file(keys[i]) == f)
@@ -281,7 +292,7 @@ static int run_once(alex_db *db)
 	}
 	if (slow && (err = unmark_synced(db, true_hdr)))
 		goto out;
-	err = next_epoch(db, fenced, true_hdr);
+	err = next_epoch(db, fenced, keep ? NULL : true_hdr);
 out:
 	free(keys);
 	free(buf);
@@ -336,9 +347,10 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
  * grow into: give it back and try once more. */
 int alex_ckpt_run(alex_db *db)
 {
-	/* the fence stays on while staged commits are not in the database;
-	 * a staging engine never checkpoints (its base is read-only) */
-	if (db->above_holds || db->io.ops->ident)
+	/* a staging engine never checkpoints (its base is read-only); below
+	 * it, while staged commits are not in the database, only a checkpoint
+	 * for room that a merge asked for, which keeps the fence (run_once) */
+	if (db->io.ops->ident || (db->above_holds && !(db->making_room && db->stage_room)))
 		return ALEX_EBUSY;
 	/* a staging log may hold commits this epoch lacks, and no engine
 	 * above was asked (review: a process that opened before staging

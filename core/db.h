@@ -160,6 +160,8 @@ struct alex_db {
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;
 	int making_room;          /* a checkpoint for room (alex_make_room) */
+	int stage_room;           /* a merge into this engine may checkpoint it
+				     for room, keeping the fence (alex_merge_room) */
 	int no_allocate;          /* the log's file system has no fallocate */
 	int log_direct;           /* records go to the log through log_dfd */
 	int log_dfd;              /* the log's O_DIRECT descriptor, or -1 */

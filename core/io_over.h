@@ -44,6 +44,23 @@ void alex_config_over(struct alex_config *cfg);
  */
 int alex_merge(alex_db *above, alex_db *below);
 
+/* alex_merge by a caller that holds SQLite's EXCLUSIVE lock (no reader of
+ * below's log but itself): a full disk checkpoints below for room -- its
+ * pages into the database file, the fence kept on, below's uuid and next
+ * lsn, which the staging log names, unchanged -- and merges again. */
+int alex_merge_room(alex_db *above, alex_db *below);
+
+/* Is the file system short of space for windows of `window` bytes (under
+ * sixteen of them free)?  As last seen at a merge; before the first one,
+ * yes.  Then every commit is merged at once, and above's log stays small. */
+int alex_stage_short(const alex_db *below, uint64_t window);
+/* ... looked at now (at a merge, and when a staging engine is attached). */
+void alex_stage_space(alex_db *below);
+
+/* Does above hold nothing at all: no transaction, no record in its epoch
+ * (whose point is then taken again at its first record)? */
+int alex_stage_idle(const alex_db *above);
+
 /* Is db a staging engine (opened on this backend), and the engine below it. */
 int alex_io_over_is(const alex_db *db);
 alex_db *alex_io_over_below(const alex_db *above);

@@ -452,6 +452,13 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
 	if (follow)
 		db->hdr.flags |= ALEX_HDR_FENCED;
+	/* an epoch begun under a staging log's commits (a checkpoint for room,
+	 * ckpt.c) says STAGED from its first header, as the one before did:
+	 * every writer still goes through the staging log */
+	if (db->above_holds && alex_format_deltas(db->hdr.version)) {
+		db->hdr.version = ALEX_FORMAT_V8;
+		db->hdr.flags |= ALEX_HDR_STAGED;
+	}
 	if ((err = alex_log_write_header(db)))
 		goto fail;
 	if (sync && (err = alex_log_sync(db)))

@@ -62,6 +62,7 @@ int alex_merge(alex_db *a, alex_db *b)
 		return ALEX_EBUSY;
 	if (!a->epoch_commits)
 		return 0;
+	b->above_holds = 1; /* until it is all below: a checkpoint for room keeps the fence */
 	if (!a->io.ops->ident || (err = a->io.ops->ident(a->io.ctx, was)))
 		return err ? err : ALEX_EINVAL;
 	if (!(buf = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK)))
@@ -91,6 +92,47 @@ int alex_merge(alex_db *a, alex_db *b)
 	/* the checkpoint below held back while commits were staged */
 	alex_ckpt_if_due(b);
 	return 0;
+}
+
+int alex_merge_room(alex_db *a, alex_db *b)
+{
+	if (!a || !b)
+		return ALEX_EINVAL;
+	/* below checkpoints for room inside the merge's own commit (commit.c,
+	 * write.c), or -- the merge spilled, which rules that out -- here,
+	 * after the merge dropped its transaction, and once more */
+	b->stage_room = 1;
+	int err = alex_merge(a, b);
+	if (alex_disk_full(err) && !b->failed && !alex_txn_open(b) && b->above_holds &&
+	    alex_make_room(b) == 0)
+		err = alex_merge(a, b);
+	b->stage_room = 0;
+	/* The free space, once a window (a system call, where a commit costs
+	 * none): short of it, above gives back the space its windows took and
+	 * holds one commit at a time from now on (alex_stage_short). */
+	alex_stage_space(b);
+	if (!err && alex_stage_short(b, a->cfg.extent_bytes))
+		alex_log_trim(a);
+	return err;
+}
+
+void alex_stage_space(alex_db *b)
+{
+	uint64_t avail;
+	int fd = b->log_fd >= 0 && !b->log_stub ? b->log_fd : b->base_fd[ALEX_FILE_DB];
+
+	if (fd >= 0 && b->io.ops->space(b->io.ctx, fd, &avail) == 0)
+		b->space_avail = avail;
+}
+
+int alex_stage_idle(const alex_db *a)
+{
+	return !alex_txn_open(a) && !a->epoch_commits && a->append_off == alex_data_off(a);
+}
+
+int alex_stage_short(const alex_db *b, uint64_t window)
+{
+	return b->space_avail < 16 * window;
 }
 
 int alex_stage_catch_up(alex_db *a, alex_db *b, int locked)

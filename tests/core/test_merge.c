@@ -11,6 +11,7 @@
 
 #include "helpers.h"
 #include "io_over.h"
+#include "log.h"
 
 #define STAGE "/mem/t.db-alex-stage"
 #define NB 24u /* blocks the model covers */
@@ -578,6 +579,98 @@ Test(over, full_disk_keeps_the_fence, .timeout = 120)
 		alex_mem_free(r.m);
 	}
 	cr_assert_gt(failed, 0, "no disk size made the merge fail: the test tests nothing");
+}
+
+/* A full disk at a merge by a writer holding SQLite's EXCLUSIVE lock
+ * (alex_merge_room): below checkpoints for room -- the fence kept on, its
+ * point (uuid, next lsn) unchanged -- and the merge goes through.  With the
+ * staging log synced first, a power cut at every I/O of it keeps every
+ * staged commit, and every image that still stages them is fenced. */
+#define ROOM_IMGS 512
+static alex_mem *room_imgs[ROOM_IMGS];
+static size_t room_n;
+static void room_cut(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	(void)kind, (void)fd;
+	for (uint64_t seed = 0; seed < 4 && room_n < ROOM_IMGS; seed++)
+		room_imgs[room_n++] = alex_mem_crash(arg, ALEX_CRASH_SUBSET, op * 4 + seed);
+}
+
+Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
+{
+	static uint8_t page1[BLK], b[BLK], got[BLK];
+	int roomy = 0;
+
+	for (uint64_t extra = 0; extra < (64u << 10); extra += 4096) {
+		struct rig r;
+		struct alex_stats s0, s1;
+		size_t len, n;
+
+		r.m = alex_mem_new();
+		sqlite_like_file(r.m, page1);
+		rig_open(&r);
+		sqlite_like_commit(r.above, page1, 0x42);
+		for (uint32_t t = 0; t < 40; t++) { /* below's log: 40 records of 6 pages */
+			put(r.above, 100 + t, 2 + t % 6, b);
+			cr_assert_eq(alex_merge(r.above, r.below), 0);
+		}
+		for (uint32_t t = 0; t < 40; t++)
+			put(r.above, 200 + t, 2 + t % 6, b);
+		cr_assert_eq(alex_stage_sync(r.above), 0);
+		cr_assert_eq(alex_log_trim(r.below), 0); /* no zeros ahead to write into */
+		uint64_t used = 0;
+		const char *names[] = { DB, LOG, STAGE };
+		for (int i = 0; i < 3; i++)
+			if (alex_mem_get(r.m, names[i], &len))
+				used += len;
+		alex_mem_disk(r.m, used + extra);
+		alex_stats(r.below, &s0);
+		room_n = 0;
+		alex_mem_on_op(r.m, room_cut, r.m);
+		int rc = alex_merge_room(r.above, r.below);
+		alex_mem_on_op(r.m, NULL, NULL);
+		alex_stats(r.below, &s1);
+		int made_room = s1.space_checkpoints > s0.space_checkpoints;
+		roomy += !rc && made_room;
+		if (alex_holds_pages(r.above))
+			cr_assert_eq(alex_mem_get(r.m, DB, &len)[19], 0xa1,
+				     "extra %llu: commits staged and the database unfenced",
+				     (unsigned long long)extra);
+		fill_block(b, 239, 5); /* the last commit, of block 2 + 39 % 6 */
+		for (size_t i = 0; i < room_n; i++) {
+			struct rig c = { .m = room_imgs[i] };
+			if (made_room) {
+				/* the fence on, and a process without the staging
+				 * engine (one that opened before staging began)
+				 * refusing to take it off */
+				cr_assert_eq(alex_mem_get(c.m, DB, &len)[19], 0xa1,
+					     "extra %llu, cut %zu: unfenced", (unsigned long long)extra, i);
+				struct alex_config cb;
+				alex_config_default(&cb);
+				cb.checkpoint_on_close = 0;
+				cb.db_only = 1;
+				c.io = alex_mem_io(c.m);
+				alex_db *lone = open_engine(&cb, &c.io);
+				cr_assert_neq(alex_checkpoint(lone), 0,
+					      "extra %llu, cut %zu: checkpointed under staged commits",
+					      (unsigned long long)extra, i);
+				cr_assert_eq(alex_close(lone), 0);
+				rig_open(&c);
+				cr_assert_eq(alex_read(c.above, ALEX_FILE_DB, got, BLK, 5 * BLK, &n), 0);
+				cr_assert_arr_eq(got, b, BLK, "extra %llu, cut %zu of %zu: a staged commit lost",
+						 (unsigned long long)extra, i, room_n);
+				rig_die(&c);
+			}
+			alex_mem_free(c.m);
+		}
+		alex_mem_disk(r.m, 0);
+		cr_assert_eq(alex_merge(r.above, r.below), 0);
+		cr_assert_eq(alex_read(r.below, ALEX_FILE_DB, got, BLK, 5 * BLK, &n), 0);
+		cr_assert_arr_eq(got, b, BLK, "extra %llu", (unsigned long long)extra);
+		rig_die(&r);
+		alex_mem_free(r.m);
+	}
+	cr_assert_gt(roomy, 0, "no disk size made a merge go through by a room checkpoint");
 }
 
 /* Below checkpoints between merges; a power cut keeps its unmark but not
