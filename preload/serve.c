@@ -249,6 +249,7 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 		memcpy(fix + 92, fix + 24, 4);
 		len = sizeof fix, from = 0;
 	}
+	alex_staging_route(db);
 	int rc = alex_write(alex_top(db), ALEX_FILE_DB, fix + from, len, from);
 	if (!rc && db->maps)
 		alex_mmap_wrote(db, fix + from, len, from);
@@ -263,6 +264,8 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	int rc = 0;
 
 	pthread_mutex_lock(&db->mu);
+	if (writing)
+		alex_staging_route(db);
 	alex_db *eng = alex_top(db);
 	uint64_t at = *pos;
 	if (how == ALEX_SERVE_APPEND) /* Linux: even pwrite appends */
@@ -350,6 +353,7 @@ int alex_serve_truncate(struct pdb *db, int64_t size)
 	}
 	int saved = errno;
 	pthread_mutex_lock(&db->mu);
+	alex_staging_route(db);
 	int rc = alex_truncate(alex_top(db), ALEX_FILE_DB, (uint64_t)size);
 	if (!rc && db->maps)
 		alex_mmap_cut(db, (uint64_t)size);
@@ -363,6 +367,7 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 	int rc = 0;
 
 	pthread_mutex_lock(&db->mu);
+	alex_staging_route(db);
 	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	if (end > size)
 		rc = alex_truncate(alex_top(db), ALEX_FILE_DB, end);

@@ -42,6 +42,8 @@ static int attach(struct pdb *db, const struct alex_io *io)
 		db->stg = NULL;
 		alex_io_over_free(db->over);
 		db->over = NULL;
+	} else {
+		alex_stage_space(db->eng);
 	}
 	return rc;
 }
@@ -73,12 +75,49 @@ int alex_staging_open(struct pdb *db, const struct alex_io *io)
 	return 0;
 }
 
+/* A transaction that went to the durable engine is over: the staging
+ * engine reads the durable one's new state (its empty epoch takes the new
+ * point at its first record: io_over.c). */
+static int direct_end(struct pdb *db)
+{
+	if (!db->stg_direct || alex_txn_open(db->eng))
+		return 0;
+	db->stg_direct = 0;
+	return alex_refresh(db->stg, 1);
+}
+
+/*
+ * A file system short of space (merge.c: alex_stage_short) has no room for
+ * windows, and a transaction in the staging log may not find room even to
+ * be rolled back: SQLite undoing a statement after SQLITE_FULL rewrites
+ * pages that were spilled, into slots the log must grow for, and finding
+ * its journal hot again at every next statement, fails them all.  So the
+ * transaction goes to the durable log, as without staging, where a
+ * checkpoint gives the log's space back.  Only while the staging log is
+ * empty (else the durable log's next commit would move the point its
+ * records name): the write lock SQLite holds keeps it so.
+ */
+void alex_staging_route(struct pdb *db)
+{
+	alex_db *a = db->stg;
+
+	if (!a || db->stg_direct || alex_txn_open(a) ||
+	    !alex_stage_short(db->eng, alex_cfg.engine.extent_bytes) || !alex_stage_idle(a))
+		return;
+	db->stg_direct = 1;
+	if (!db->stg_said) {
+		db->stg_said = 1;
+		alex_msg(ALEX_MSG_WARN, "%s-alex-stage: the file system is short of space: commits "
+			 "go to %s-alex, synced, until there is room", db->path, db->path);
+	}
+}
+
 int alex_staging_catch_up(struct pdb *db, int locked)
 {
 	int rc;
 
 	if (db->stg)
-		return alex_stage_catch_up(db->stg, db->eng, locked);
+		return (rc = direct_end(db)) ? rc : alex_stage_catch_up(db->stg, db->eng, locked);
 	if ((rc = alex_refresh(db->eng, locked)) || !alex_stage_marked(db->eng))
 		return rc;
 	/* another process began to stage: its commits are above, where
@@ -95,7 +134,7 @@ int alex_staging_catch_up(struct pdb *db, int locked)
  * full disk), the staging log synced, which keeps the promise too. */
 static int window_end(struct pdb *db)
 {
-	int rc = alex_merge(db->stg, db->eng);
+	int rc = alex_merge_room(db->stg, db->eng);
 
 	if (!rc) {
 		db->stg_since = 0;
@@ -118,6 +157,8 @@ int alex_staging_commit(struct pdb *db, int *kick)
 	*kick = 0;
 	if (!a)
 		return alex_commit(db->eng);
+	if (db->stg_direct)
+		return (rc = alex_commit(db->eng)) ? rc : direct_end(db);
 	/* SQLite's rollback after a conditional commit must be as durable
 	 * as that commit, which is below */
 	if (db->super && db->super_done)
@@ -126,6 +167,9 @@ int alex_staging_commit(struct pdb *db, int *kick)
 	int open = alex_txn_open(a);
 	if ((rc = alex_commit(a)) || !open)
 		return rc;
+	/* a file system running short: no window (merge.c) */
+	if (alex_stage_short(db->eng, alex_cfg.engine.extent_bytes))
+		return window_end(db);
 	switch (alex_cfg.engine.sync) {
 	case ALEX_SYNC_FULL:
 		return window_end(db);
@@ -149,7 +193,7 @@ int alex_staging_commit(struct pdb *db, int *kick)
 
 int alex_staging_move(struct pdb *db)
 {
-	return db->stg ? alex_stage_move(db->stg, db->eng) : 0;
+	return db->stg && !db->stg_direct ? alex_stage_move(db->stg, db->eng) : 0;
 }
 
 /* SQLite may go on reading under the lock it holds (locking_mode=
@@ -157,6 +201,8 @@ int alex_staging_move(struct pdb *db)
  * sizes are below's as of its last look: it looks again now. */
 int alex_staging_moved(struct pdb *db)
 {
+	if (db->stg_direct)
+		return direct_end(db);
 	return db->stg ? alex_refresh(db->stg, 1) : 0;
 }
 
@@ -197,7 +243,7 @@ void alex_staging_close(struct pdb *db, int xfd)
 
 	if (!a)
 		return;
-	if (xfd >= 0 && !(rc = alex_stage_catch_up(a, db->eng, 1)) && !(rc = alex_merge(a, db->eng)))
+	if (xfd >= 0 && !(rc = alex_stage_catch_up(a, db->eng, 1)) && !(rc = alex_merge_room(a, db->eng)))
 		db->stg_since = 0;
 	if (rc)
 		alex_msg(ALEX_MSG_WARN, "%s: merging the staging log at close: %s", db->path,
@@ -221,6 +267,7 @@ void alex_staging_forget(struct pdb *db)
 	if (!db->stg)
 		return;
 	db->stg_since = 0;
+	db->stg_direct = 0; /* the parent's transaction, dropped below */
 	int rc = alex_discard(db->stg);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: after fork: %s", db->path, alex_strerror(rc));

@@ -18,8 +18,12 @@ struct alex_io;
 /* The engine SQLite's bytes go to: the staging one, if any. */
 static inline alex_db *alex_top(const struct pdb *db)
 {
-	return db->stg ? db->stg : db->eng;
+	return db->stg && !db->stg_direct ? db->stg : db->eng;
 }
+
+/* Before a write: where this transaction goes, decided at its first write
+ * (staging.c); then alex_top says. */
+void alex_staging_route(struct pdb *db);
 
 /* After db->eng opened: the staging engine too, when this process stages
  * (ALEX_STAGE=1 in NORMAL mode) or another did (its log exists, or the

@@ -66,6 +66,9 @@ struct pdb {
 	struct alex_io_over *over; /* ... its backend */
 	uint64_t stg_since;  /* this process's oldest commit in stg that is
 				neither merged nor synced, or 0 */
+	int stg_direct;      /* this transaction goes to eng, stg being empty:
+				the file system is short of space (staging.c) */
+	int stg_said;        /* ... and the user was told, once */
 	pthread_mutex_t mu;  /* serialises engine calls */
 	int refs;            /* ofds and lookups holding it; atomic, taken
 				under the registry lock (pdb.c) */

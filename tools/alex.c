@@ -344,7 +344,7 @@ static int merge_staged(const char *path, const struct alex_config *cfg, int ckp
 	}
 	if (!rc) {
 		alex_stats(a, &st);
-		rc = alex_merge(a, b);
+		rc = alex_merge_room(a, b);
 	}
 	/* checkpoint and recover end the epoch, which says STAGED: only an
 	 * engine with the staging engine over it may (core/ckpt.c) */
