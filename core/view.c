@@ -18,6 +18,13 @@ uint64_t alex_view_plain(const alex_db *db, enum alex_file f)
 	 * as it is, every block is decrypted into the anonymous part */
 	if (!alex_file_ok(f) || alex_view_fd(db, f) < 0 || db->xts)
 		return 0;
+	/* a staging engine: below's file as far as below maps it, and no
+	 * further than this engine's own base (below) reaches */
+	const alex_db *b = alex_io_over_below(db);
+	if (b) {
+		uint64_t p = alex_view_plain(b, f);
+		return p < db->limit[f] ? p : db->limit[f];
+	}
 	return db->limit[f];
 }
 
@@ -30,9 +37,12 @@ uint64_t alex_view_gen(const alex_db *db)
 
 int alex_view_fd(const alex_db *db, enum alex_file f)
 {
-	/* a staging engine's base is the engine below, not a file: every
-	 * block is copied (io_over.h) */
-	return alex_file_ok(f) && !alex_io_over_is(db) ? db->base_fd[f] : -1;
+	/* a staging engine's base is the engine below, whose view is the file
+	 * with below's blocks over it: that file (alex_view_fill lays both) */
+	const alex_db *b = alex_io_over_below(db);
+	if (b)
+		return alex_view_fd(b, f);
+	return alex_file_ok(f) ? db->base_fd[f] : -1;
 }
 
 /* Block blk's newest content into img at its offset, cut at end. */
@@ -87,6 +97,15 @@ int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, 
 			err = put_block(db, f, img, b, end);
 		return err;
 	}
+	/* A staging engine: its base is below's view -- the file, below's
+	 * blocks over it -- as far as its own limit (past it, what it holds
+	 * or zeros); then its own blocks over that. */
+	alex_db *b = alex_io_over_below(db);
+	if (b) {
+		uint64_t lim = end < db->limit[f] ? end : db->limit[f];
+		err = lim > from ? alex_view_fill(b, f, img, plain, from, lim) : 0;
+		goto held;
+	}
 	/* the base past plain (the caller's anonymous part) up to its limit */
 	uint64_t lim_blk = (db->limit[f] + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT;
 	for (uint64_t b = first > plain_blk ? first : plain_blk; b < past && b < lim_blk && !err; b++)
@@ -94,6 +113,7 @@ int alex_view_fill(alex_db *db, enum alex_file f, uint8_t *img, uint64_t plain, 
 	/* block 0 of the database: the base's may carry the fence */
 	if (!err && f == ALEX_FILE_DB && first == 0 && plain_blk > 0)
 		err = put_block(db, f, img, 0, end);
+held:
 	if (!err)
 		err = put_held(db, f, &db->map, img, first, past, end);
 	if (!err)

@@ -673,6 +673,58 @@ Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
 	cr_assert_gt(roomy, 0, "no disk size made a merge go through by a room checkpoint");
 }
 
+/* A memory image of a staging engine's view (libalex.so's mmap): the
+ * database file below alex_view_plain as it is, below's blocks and above's
+ * over it -- at every step of random commits, truncations, an open
+ * transaction, merges and below's checkpoints, what alex_read says. */
+Test(over, stacked_view_is_the_file_with_both_logs_over_it, .timeout = 120)
+{
+	enum { SPAN = (NB + 2) * BLK };
+	static uint8_t img[SPAN], want[SPAN], b[BLK];
+	uint64_t s = 7;
+	int mapped = 0;
+	struct rig r;
+
+	rig_new(&r, 8);
+	for (int step = 0; step < 400; step++) {
+		unsigned op = (unsigned)(rnd(&s) % 20);
+		uint32_t blk = (uint32_t)(rnd(&s) % NB);
+		if (op < 13) {
+			fill_block(b, (uint32_t)step + 2, blk);
+			cr_assert_eq(alex_write(r.above, ALEX_FILE_DB, b, BLK, (uint64_t)blk * BLK), 0);
+			if (op < 11)
+				cr_assert_eq(alex_commit(r.above), 0);
+		} else if (op < 14) {
+			cr_assert_eq(alex_truncate(r.above, ALEX_FILE_DB, (uint64_t)blk * BLK + 100), 0);
+			cr_assert_eq(alex_commit(r.above), 0);
+		} else if (op < 17) {
+			cr_assert_eq(alex_commit(r.above), 0);
+			cr_assert_eq(alex_merge(r.above, r.below), 0);
+			if (op == 16)
+				cr_assert_eq(alex_checkpoint(r.below), 0);
+		}
+		uint64_t plain = alex_view_plain(r.above, ALEX_FILE_DB), size;
+		size_t len = 0, n;
+		const uint8_t *file = alex_mem_get(r.m, DB, &len);
+		cr_assert_geq(alex_view_fd(r.above, ALEX_FILE_DB), 0, "step %d: no file to map", step);
+		cr_assert_leq(plain, len, "step %d", step);
+		mapped += plain > 0;
+		memset(img, 0, sizeof img);
+		memcpy(img, file, plain);
+		cr_assert_eq(alex_view_fill(r.above, ALEX_FILE_DB, img, plain, 0, SPAN), 0);
+		cr_assert_eq(alex_size(r.above, ALEX_FILE_DB, &size), 0);
+		memset(want, 0, sizeof want);
+		cr_assert_eq(alex_read(r.above, ALEX_FILE_DB, want, SPAN, 0, &n), 0);
+		for (size_t i = 0; i < SPAN; i++)
+			cr_assert_eq(img[i], want[i], "step %d (op %u): byte %zu of %llu, plain %llu",
+				     step, op, i, (unsigned long long)size, (unsigned long long)plain);
+	}
+	cr_assert_gt(mapped, 100, "the file itself was hardly ever mapped: the test tests little");
+	alex_commit(r.above);
+	rig_die(&r);
+	alex_mem_free(r.m);
+}
+
 /* Below checkpoints between merges; a power cut keeps its unmark but not
  * its next header: its lsns must not go back to a point an old staging
  * epoch (still in the never-synced staging log) began on. */
