@@ -292,7 +292,12 @@ static int run_once(alex_db *db)
 	}
 	if (slow && (err = unmark_synced(db, true_hdr)))
 		goto out;
-	err = next_epoch(db, fenced, keep ? NULL : true_hdr);
+	/* Keeping the fence, the next header is synced: the retried merge
+	 * fences that epoch and writes its records over this one's, and a
+	 * power cut that kept the new fence but not the new header would find
+	 * this epoch not live and count its lsns from what was left of its
+	 * chain -- not the point the staging log names (third review). */
+	err = next_epoch(db, fenced && !keep, keep ? NULL : true_hdr);
 out:
 	free(keys);
 	free(buf);
