@@ -9,7 +9,7 @@ const char *alex_strerror(int code)
 	case 0: return "success";
 	case ALEX_ECORRUPT: return "log header damaged or not an ALEX log";
 	case ALEX_EVERSION: return "log written by an unsupported format version";
-	case ALEX_EBUSY: return "a spilled or truncating transaction is open";
+	case ALEX_EBUSY: return "busy: a spilled or truncating transaction, an undecided group or staged commits are in the way";
 	case ALEX_EFAILED: return "log unusable after an earlier I/O failure; reopen to recover";
 	case ALEX_EINVAL: return "invalid argument or configuration value";
 	case ALEX_ENOMEM: return "out of memory";
