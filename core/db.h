@@ -160,6 +160,10 @@ struct alex_db {
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;
 	int making_room;          /* a checkpoint for room (alex_make_room) */
+	int merged_windows;       /* a staging engine above this NORMAL (or OFF)
+				     one: its commits are merges, one a window,
+				     synced (io_over.c); its space is reserved
+				     as NORMAL's (log_space.c) */
 	int stage_room;           /* a merge into this engine may checkpoint it
 				     for room, keeping the fence (alex_merge_room) */
 	int no_allocate;          /* the log's file system has no fallocate */

@@ -273,6 +273,7 @@ int alex_io_over_new(alex_db *below, const struct alex_io *files, struct alex_io
 	 * (a staging log synced names a point below that cannot go back) */
 	c->below_sync = below->cfg.sync;
 	below->cfg.sync = ALEX_SYNC_FULL;
+	below->merged_windows = c->below_sync != ALEX_SYNC_FULL;
 	below->above_attached = 1;
 	*out = c;
 	return 0;
@@ -326,6 +327,7 @@ void alex_io_over_free(struct alex_io_over *o)
 {
 	if (o) {
 		o->below->cfg.sync = o->below_sync;
+		o->below->merged_windows = 0;
 		/* below may still end its epoch if above left nothing in it
 		 * (the last close: merged, then below checkpoints) */
 		o->below->above_attached = !o->below->above_holds;

@@ -61,7 +61,10 @@ int alex_log_grow(struct alex_db *db, int fd, uint64_t from, uint64_t to)
  * the file system can, else written zeros. */
 static int fill(struct alex_db *db, uint64_t from, uint64_t to)
 {
-	if (db->cfg.sync == ALEX_SYNC_NORMAL && !db->no_allocate) {
+	/* a log that takes a staging log's merges is synced once a window,
+	 * like NORMAL's: the conversion is paid once a window there too, and
+	 * zeros ahead of a large merge were as many device bytes as it */
+	if ((db->cfg.sync == ALEX_SYNC_NORMAL || db->merged_windows) && !db->no_allocate) {
 		int err = alex_log_allocate(db, db->log_fd, from, to - from);
 		if (err != EOPNOTSUPP && err != ENOSYS)
 			return err;
