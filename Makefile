@@ -233,6 +233,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(if $(CHECK_NESTED),:,tests/summary.sh begin $(CHECK_RESULTS))
 	@$(RUN_TEST) check-shipped $(MAKE) --no-print-directory check-shipped
 	@$(RUN_TEST) diff tests/preload/diff.sh $(B)
+	@$(RUN_TEST) clients tests/preload/clients.sh $(B)
 	@$(RUN_TEST) crash tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	@$(RUN_TEST) strace tests/preload/strace.sh $(B)
 	@$(RUN_TEST) concurrency tests/preload/concurrency.sh $(B)
