@@ -101,8 +101,9 @@ void alex_staging_route(struct pdb *db)
 {
 	alex_db *a = db->stg;
 
-	if (!a || db->stg_direct || alex_txn_open(a) ||
-	    !alex_stage_short(db->eng, alex_cfg.engine.extent_bytes) || !alex_stage_idle(a))
+	/* at every write: the cheap test first */
+	if (!a || db->stg_direct || !alex_stage_short(db->eng, alex_cfg.engine.extent_bytes) ||
+	    !alex_stage_idle(a))
 		return;
 	db->stg_direct = 1;
 	if (!db->stg_said) {
