@@ -213,4 +213,22 @@ static inline void xts_check_read(const struct alex_io *io, int fd, uint8_t *buf
 	cr_assert_eq(memcmp(buf, ref + off, got), 0, "op %d at %lu", op, (unsigned long)off);
 }
 
+/* Power-cut images at every mutating I/O: alex_mem_on_op(m, cut_every_io,
+ * &cuts) keeps four images of m per operation (any subset of the unsynced
+ * writes kept), up to cap; free each with alex_mem_free. */
+struct cuts {
+	alex_mem *m;
+	alex_mem **img;
+	size_t n, cap;
+};
+
+static inline void cut_every_io(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	struct cuts *c = arg;
+
+	(void)kind, (void)fd;
+	for (uint64_t seed = 0; seed < 4 && c->n < c->cap; seed++)
+		c->img[c->n++] = alex_mem_crash(c->m, ALEX_CRASH_SUBSET, op * 4 + seed);
+}
+
 #endif

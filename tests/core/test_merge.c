@@ -490,6 +490,19 @@ static void put(alex_db *db, uint32_t txn, uint32_t blk, uint8_t *b)
 	cr_assert_eq(alex_commit(db), 0);
 }
 
+/* What the files of the pair take on r's disk now. */
+static uint64_t disk_used(const struct rig *r)
+{
+	const char *names[] = { DB, LOG, STAGE };
+	uint64_t used = 0;
+	size_t len;
+
+	for (int i = 0; i < 3; i++)
+		if (alex_mem_get(r->m, names[i], &len))
+			used += len;
+	return used;
+}
+
 static uint64_t first_sync, base_ops;
 static void find_sync(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
 {
@@ -555,12 +568,7 @@ Test(over, full_disk_keeps_the_fence, .timeout = 120)
 		cr_assert_eq(alex_merge(r.above, r.below), 0);
 		for (uint32_t t = 0; t < 40; t++)
 			put(r.above, 100 + t, 8 + t, b);
-		uint64_t used = 0;
-		const char *names[] = { DB, LOG, STAGE };
-		for (int i = 0; i < 3; i++)
-			if (alex_mem_get(r.m, names[i], &len))
-				used += len;
-		alex_mem_disk(r.m, used + extra);
+		alex_mem_disk(r.m, disk_used(&r) + extra);
 		int rc = alex_merge(r.above, r.below);
 		if (rc) {
 			failed++;
@@ -586,15 +594,7 @@ Test(over, full_disk_keeps_the_fence, .timeout = 120)
  * point (uuid, next lsn) unchanged -- and the merge goes through.  With the
  * staging log synced first, a power cut at every I/O of it keeps every
  * staged commit, and every image that still stages them is fenced. */
-#define ROOM_IMGS 512
-static alex_mem *room_imgs[ROOM_IMGS];
-static size_t room_n;
-static void room_cut(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
-{
-	(void)kind, (void)fd;
-	for (uint64_t seed = 0; seed < 4 && room_n < ROOM_IMGS; seed++)
-		room_imgs[room_n++] = alex_mem_crash(arg, ALEX_CRASH_SUBSET, op * 4 + seed);
-}
+static alex_mem *room_imgs[512];
 
 Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
 {
@@ -618,15 +618,10 @@ Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
 			put(r.above, 200 + t, 2 + t % 6, b);
 		cr_assert_eq(alex_stage_sync(r.above), 0);
 		cr_assert_eq(alex_log_trim(r.below), 0); /* no zeros ahead to write into */
-		uint64_t used = 0;
-		const char *names[] = { DB, LOG, STAGE };
-		for (int i = 0; i < 3; i++)
-			if (alex_mem_get(r.m, names[i], &len))
-				used += len;
-		alex_mem_disk(r.m, used + extra);
+		alex_mem_disk(r.m, disk_used(&r) + extra);
 		alex_stats(r.below, &s0);
-		room_n = 0;
-		alex_mem_on_op(r.m, room_cut, r.m);
+		struct cuts cuts = { r.m, room_imgs, 0, 512 };
+		alex_mem_on_op(r.m, cut_every_io, &cuts);
 		int rc = alex_merge_room(r.above, r.below);
 		alex_mem_on_op(r.m, NULL, NULL);
 		alex_stats(r.below, &s1);
@@ -637,7 +632,7 @@ Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
 				     "extra %llu: commits staged and the database unfenced",
 				     (unsigned long long)extra);
 		fill_block(b, 239, 5); /* the last commit, of block 2 + 39 % 6 */
-		for (size_t i = 0; i < room_n; i++) {
+		for (size_t i = 0; i < cuts.n; i++) {
 			struct rig c = { .m = room_imgs[i] };
 			if (made_room) {
 				/* the fence on, and a process without the staging
@@ -658,7 +653,7 @@ Test(over, full_disk_room_keeps_the_fence, .timeout = 600)
 				rig_open(&c);
 				cr_assert_eq(alex_read(c.above, ALEX_FILE_DB, got, BLK, 5 * BLK, &n), 0);
 				cr_assert_arr_eq(got, b, BLK, "extra %llu, cut %zu of %zu: a staged commit lost",
-						 (unsigned long long)extra, i, room_n);
+						 (unsigned long long)extra, i, cuts.n);
 				rig_die(&c);
 			}
 			alex_mem_free(c.m);

@@ -373,16 +373,7 @@ Test(stage_review, control_without_the_stale_close)
  * of its chain (a record short, or the failed merge's spill too), and the
  * staging epoch, naming another lsn, was dropped as applied (the
  * reviewer's test; 17 of 3 000 images lost the window). */
-#define ROOM_IMGS 4000
-static alex_mem *room_imgs[ROOM_IMGS];
-static size_t room_n;
-
-static void room_cut(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
-{
-	(void)kind, (void)fd;
-	for (uint64_t seed = 0; seed < 4 && room_n < ROOM_IMGS; seed++)
-		room_imgs[room_n++] = alex_mem_crash(arg, ALEX_CRASH_SUBSET, op * 4 + seed);
-}
+static alex_mem *room_imgs[4000];
 
 Test(stage_review, room_checkpoint_over_failed_spills, .timeout = 600)
 {
@@ -409,21 +400,21 @@ Test(stage_review, room_checkpoint_over_failed_spills, .timeout = 600)
 		cr_assert_eq(alex_stage_sync(r.above), 0); /* promised through a power cut */
 		alex_mem_fail_at(r.m, alex_mem_ops(r.m) + k, ALEX_MEM_WRITE, EDQUOT);
 		alex_stats(r.below, &s0);
-		room_n = 0;
-		alex_mem_on_op(r.m, room_cut, r.m);
+		struct cuts cuts = { r.m, room_imgs, 0, 4000 };
+		alex_mem_on_op(r.m, cut_every_io, &cuts);
 		alex_merge_room(r.above, r.below);
 		alex_mem_on_op(r.m, NULL, NULL);
 		alex_mem_fail_at(r.m, 0, 0, 0);
 		alex_stats(r.below, &s1);
 		rooms += s1.space_checkpoints > s0.space_checkpoints;
-		for (size_t i = 0; i < room_n; i++) {
+		for (size_t i = 0; i < cuts.n; i++) {
 			struct rig c = { .m = room_imgs[i] };
 			rig_open(&c);
 			for (uint32_t j = 0; j < 20; j++) {
 				fill_block(b, 300, 2 + j);
 				cr_assert_eq(alex_read(c.above, ALEX_FILE_DB, got, BLK, (uint64_t)(2 + j) * BLK, &n), 0);
 				cr_assert_arr_eq(got, b, BLK, "k %llu, image %zu of %zu: block %u of the synced "
-					         "window lost", (unsigned long long)k, i, room_n, 2 + j);
+					         "window lost", (unsigned long long)k, i, cuts.n, 2 + j);
 			}
 			rig_die(&c);
 			alex_mem_free(c.m);
