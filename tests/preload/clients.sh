@@ -4,8 +4,9 @@
 # 12, beside the system's 3.40), Tcl's sqlite3 package and Go's
 # mattn/go-sqlite3 (cgo).  Each runs them one by one (autocommit
 # statements, explicit transactions, a ROLLBACK, savepoints, an index, a
-# VACUUM) plainly, under ALEX in full mode and in normal mode (its commits
-# staged, the default); the database's .dump must be plain SQLite's,
+# VACUUM) plainly, under ALEX in full mode, in normal mode and in normal
+# mode with its commits staged (ALEX_STAGE=1); the database's .dump must be
+# plain SQLite's,
 # integrity ok, and nothing may be left beside it.  A client that is not
 # installed is skipped and said (exit 77 when none ran).
 set -u
@@ -126,12 +127,14 @@ t() { if eval "$2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL
 for c in "${!runner[@]}"; do
 	ran=$((ran + 1))
 	d=$tmp/$c
-	mkdir -p "$d/plain" "$d/full" "$d/normal"
+	mkdir -p "$d/plain" "$d/full" "$d/normal" "$d/stage"
 	${runner[$c]} "$d/plain/c.db" "$tmp/ops.sql" 2>"$d/plain.err"
 	want=$(sqlite3 "$d/plain/c.db" .dump)
 	t "$c: plain run" '[ -n "$want" ] && [ ! -s "$d/plain.err" ]' "$(head -2 "$d/plain.err")"
-	for mode in full normal; do
-		env LD_PRELOAD="$lib" ALEX_SYNC=$mode ALEX_STATS="$d/$mode.json" ${runner[$c]} \
+	for mode in full normal stage; do
+		sync=$mode stage=0
+		[ $mode = stage ] && sync=normal stage=1
+		env LD_PRELOAD="$lib" ALEX_SYNC=$sync ALEX_STAGE=$stage ALEX_STATS="$d/$mode.json" ${runner[$c]} \
 			"$d/$mode/c.db" "$tmp/ops.sql" 2>"$d/$mode.err"
 		rc=$?
 		# ALEX saw the client's writes: a commit per statement or so
