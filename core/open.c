@@ -213,9 +213,17 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->limit[f] = db->climit[f];
 	}
 	/* A staging log recovered with commits: the engine below keeps its
-	 * fence on until they are merged (io.h: prepare) */
-	if (db->io.ops->prepare && db->epoch_commits && (err = db->io.ops->prepare(db->io.ctx)))
-		goto fail;
+	 * fence on until they are merged.  Held, not written: an open holds
+	 * none of SQLite's locks, and prepare writes below's header and the
+	 * mark into page 1, over a checkpoint another process may be making
+	 * (page 1 read before its copy, bytes 19..91 written back after it:
+	 * a corrupt database; review).  The writer of those commits fenced
+	 * below before the first of them (and a staging log is synced only
+	 * after below's fence and log: alex_stage_sync); this engine's own
+	 * next record prepares again, under SQLite's write lock. */
+	alex_db *below = alex_io_over_below(db);
+	if (below && db->epoch_commits)
+		below->above_holds = 1;
 	/* A format-1 epoch is not fenced: a crash inside its checkpoint could
 	 * leave the base unmarked while the log still holds newer pages. */
 	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) &&

@@ -445,6 +445,14 @@ int alex_recover(alex_db *db)
 		uint8_t now[ALEX_BASE_HDR];
 		if ((err = db->io.ops->ident(db->io.ctx, now)))
 			return err;
+		/* ident read below as it stands now, which an open holding no
+		 * lock may find moved on since this engine read its sizes (a
+		 * merge in between): read them again, of the same state, or the
+		 * view ends at the old size -- pages of zeros, and a merge from
+		 * it cuts below back (review: fresh readers beside a staging
+		 * writer saw a malformed database, and their close corrupted it) */
+		if ((err = alex_bases_open(db)))
+			return err;
 		if (memcmp(now, db->hdr.base, ALEX_BASE_HDR) != 0)
 			return epoch_applied(db);
 	}
