@@ -18,6 +18,8 @@ def start(spec):
            "pyslow": ["python3", R + "/w.py", db, str(tag), "slow"],
            "pl": ["perl", R + "/w.pl", db, str(tag)], "tcl": ["tclsh", R + "/w.tcl", db, str(tag)]}[cl]
     p = subprocess.Popen(cmd, env=e, stdout=open("%s/ack.%d" % (d, tag), "w"), stderr=open("%s/err.%d" % (d, tag), "w"))
+    with open(d + "/tags", "a") as fh:
+        fh.write("%d %s %.2f\n" % (tag, spec, time.time()))
     return p
 procs = [start(s) for s in slots]
 t0 = time.time(); kills = 0; stale = 0; plainok = 0; plainref = 0
@@ -29,6 +31,8 @@ def acked():
     return n
 while time.time() - t0 < secs:
     time.sleep(random.uniform(0.05, 0.5))
+    if os.environ.get("NOKILL"):
+        continue
     i = random.randrange(len(procs))
     procs[i].send_signal(signal.SIGKILL); procs[i].wait(); kills += 1
     procs[i] = start(slots[i])
