@@ -34,6 +34,8 @@ while time.time() - t0 < secs:
     if os.environ.get("NOKILL"):
         continue
     i = random.randrange(len(procs))
+    if os.environ.get("KILLSLOT"):
+        i = int(os.environ["KILLSLOT"])
     procs[i].send_signal(signal.SIGKILL); procs[i].wait(); kills += 1
     procs[i] = start(slots[i])
     if subprocess.run("grep -Elq 'malformed|checksum|readonly' %s/err.* 2>/dev/null" % d, shell=True).returncode == 0 and os.environ.get("STOPBAD"):
