@@ -249,7 +249,7 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 		memcpy(fix + 92, fix + 24, 4);
 		len = sizeof fix, from = 0;
 	}
-	alex_staging_route(db);
+	/* alex_serve_io routed this write (alex_staging_route) before */
 	int rc = alex_write(alex_top(db), ALEX_FILE_DB, fix + from, len, from);
 	if (!rc && db->maps)
 		alex_mmap_wrote(db, fix + from, len, from);
