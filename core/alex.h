@@ -355,6 +355,9 @@ struct alex_stats {
 	enum alex_stop stop_reason;
 	int header_repaired;       /* the newest header slot was damaged and rebuilt
 				      from its epoch's first record */
+	int open_raced;            /* another process changed the log while the
+				      open read it (no lock is held then): a
+				      torn tail is its record being written */
 	uint64_t remote_commits;   /* commits of other processes picked up by
 				      alex_refresh */
 	uint64_t refreshes_skipped; /* catch-ups the change counter made

@@ -23,6 +23,7 @@
 
 #include "ckpt.h"
 #include "db.h"
+#include "dbg.h"
 #include "engine.h"
 #include "io_over.h"
 #include "log.h"
@@ -229,6 +230,7 @@ static int run_once(alex_db *db)
 	uint64_t *keys = NULL;
 	uint8_t *buf = NULL;
 	size_t n = 0;
+	DBGS(db, "checkpoint", "");
 	int err = 0;
 
 	if (db->failed)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "dbg.h"
 #include "engine.h"
 #include "flush.h"
 #include "log.h"
@@ -262,6 +263,7 @@ static int commit(alex_db *db, int sync, const char *cond)
 		return 0;
 	if (err)
 		return err;
+	DBGS(db, "commit", " off=%lu len=%u sync=%d", (unsigned long)off, len, sync);
 	if (sync && (err = sync_records(db))) {
 		/* The record may or may not be on disk.  Nothing moved yet, so a
 		 * retry rewrites it in place -- unless spill records, or NORMAL

@@ -160,6 +160,9 @@ struct alex_db {
 	/* disk space: the free bytes last seen, when the log grew */
 	uint64_t space_avail;
 	int making_room;          /* a checkpoint for room (alex_make_room) */
+	int rec_locked;           /* recovery runs under SQLite's lock (a locked
+				     catch-up, the tool), not at an open, which
+				     holds none: only then may it write */
 	int merged_windows;       /* a staging engine above this NORMAL (or OFF)
 				     one: its commits are merges, one a window,
 				     synced (io_over.c); its space is reserved

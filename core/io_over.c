@@ -13,6 +13,7 @@
 
 #include "bytes.h"
 #include "db.h"
+#include "dbg.h"
 #include "engine.h"
 #include "log.h"
 
@@ -224,6 +225,7 @@ static int o_ident(void *ctx, uint8_t out[ALEX_BASE_HDR])
 		return err;
 	memset(out, 0, ALEX_BASE_HDR);
 	memcpy(out, "ALEXSTAGE", 9);
+	DBGS(b, "ident", "");
 	if (b->log_fd >= 0 && !b->log_stub) {
 		memcpy(out + 16, b->hdr.uuid, 16);
 		alex_put64(out + 32, b->next_lsn);

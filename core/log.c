@@ -33,6 +33,7 @@
 #include "codec.h"
 #include "crc32c.h"
 #include "db.h"
+#include "dbg.h"
 #include "delta.h"
 #include "engine.h"
 #include "io_over.h"
@@ -459,6 +460,7 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 		db->hdr.version = ALEX_FORMAT_V8;
 		db->hdr.flags |= ALEX_HDR_STAGED;
 	}
+	DBGS(db, "begin_epoch", "");
 	if ((err = alex_log_write_header(db)))
 		goto fail;
 	if (sync && (err = alex_log_sync(db)))

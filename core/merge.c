@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "dbg.h"
 #include "engine.h"
 #include "io_over.h"
 #include "log.h"
@@ -67,6 +68,7 @@ int alex_merge(alex_db *a, alex_db *b)
 		return err ? err : ALEX_EINVAL;
 	if (!(buf = aligned_alloc(ALEX_BLOCK, ALEX_BLOCK)))
 		return ALEX_ENOMEM;
+	DBGS(a, "merge begin", " was=%lu", (unsigned long)alex_get64(was + 32));
 	for (unsigned f = 0; f < ALEX_NFILES && !err; f++)
 		err = merge_file(a, b, f, buf);
 	free(buf);
@@ -89,6 +91,7 @@ int alex_merge(alex_db *a, alex_db *b)
 	if ((err = next_epoch(a)))
 		return err;
 	b->above_holds = 0;
+	DBG(b, "merge done next=%lu", (unsigned long)b->next_lsn);
 	/* the checkpoint below held back while commits were staged */
 	alex_ckpt_if_due(b);
 	return 0;

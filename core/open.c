@@ -8,6 +8,7 @@
 
 #include "ckpt.h"
 #include "codec.h"
+#include "dbg.h"
 #include "engine.h"
 #include "io_over.h"
 #include "known.h"
@@ -15,6 +16,7 @@
 #include "log_xts.h"
 #include "protect.h"
 #include "recover.h"
+#include "shm.h"
 
 #define MIN_MEMORY (64u << 10)
 #define MAX_MEMORY (1024u << 20)
@@ -204,10 +206,15 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 			goto fail;
 		db->io = alex_xts_io(db->xio);
 	}
-	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)) ||
-	    (err = alex_recover(db)) ||
-	    (err = alex_protect_check_base(db)))
+	struct alex_shm_look look;
+	db->rec_locked = db->cfg.exclusive;
+	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)))
 		goto fail;
+	alex_shm_look_begin(db, &look);
+	if ((err = alex_recover(db)) || (err = alex_protect_check_base(db)))
+		goto fail;
+	db->st.open_raced = alex_shm_moved(db, &look);
+	DBGS(db, "open", "");
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];
 		db->limit[f] = db->climit[f];

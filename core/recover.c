@@ -493,7 +493,11 @@ int alex_recover(alex_db *db)
 		return err;
 	db->st.dropped_records = uncommitted + (db->st.stop_reason > ALEX_STOP_STALE);
 	db->st.log_used = db->append_off - alex_data_off(db);
-	if (db->st.header_repaired)
+	/* The rebuilt slot is written at once only under a lock (a catch-up,
+	 * the tool): at an open, the damaged slot may be another process's
+	 * header write in flight, which this would overwrite.  Otherwise the
+	 * first catch-up under the lock recovers again and writes it. */
+	if (db->st.header_repaired && db->rec_locked)
 		err = alex_log_rewrite_header(db);
 	return err;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "dbg.h"
 #include "engine.h"
 #include "log.h"
 #include "recover.h"
@@ -18,8 +19,10 @@ static int restart(alex_db *db, int may_abort)
 	int err;
 
 	alex_map_clear(&db->map);
+	db->rec_locked = may_abort;
 	if ((err = alex_bases_open(db)) || (err = alex_recover(db)))
 		return err;
+	DBGS(db, "restart", "");
 	if (may_abort && db->doubt)
 		err = alex_refresh_scan(db, 1);
 	return err;
@@ -120,6 +123,7 @@ int alex_reload(alex_db *db, int force, int may_abort)
 		alex_shm_look_begin(db, &look);
 		err = reload_log(db, force, may_abort);
 		alex_shm_look_end(db, &look, err);
+		DBGS(db, "reload slow", " seen_ok=%d", db->shm_seen_ok);
 		if (err)
 			return err;
 		/* what another process (or, with nothing in the log, a program

@@ -127,6 +127,14 @@ void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int er
 	db->shm_seen = l->gen;
 }
 
+int alex_shm_moved(struct alex_db *db, const struct alex_shm_look *l)
+{
+	struct alex_shm *s = db->shm;
+
+	return s && (l->busy != 0 || __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) != 0 ||
+		     __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != l->gen);
+}
+
 void alex_shm_retire(struct alex_db *db)
 {
 	struct alex_shm *s = db->shm;

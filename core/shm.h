@@ -43,6 +43,8 @@ struct alex_shm_look {
 };
 void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l);
 void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
+/* Was a change made or under way since look_begin?  (Only asks.) */
+int alex_shm_moved(struct alex_db *db, const struct alex_shm_look *l);
 
 /* Before its name is removed: no engine still mapping it believes it. */
 void alex_shm_retire(struct alex_db *db);

@@ -80,6 +80,11 @@ static void say_recovered(const struct pdb *db)
 	unsigned long long stop, kept;
 
 	alex_stats(db->eng, &s);
+	/* another process wrote the log while this open read it, with no
+	 * lock held: what looked torn was its record in flight, and the
+	 * first catch-up under SQLite's lock reads it whole */
+	if (s.open_raced)
+		return;
 	stop = s.stop_offset;
 	kept = s.recovered_commits;
 	if (s.lost_offset)
@@ -119,6 +124,10 @@ int alex_serve_open(struct pdb *db)
 	}
 	say_recovered(db);
 	if ((rc = alex_staging_open(db, io))) {
+		/* no lock is held here: a checkpoint would begin an epoch under
+		 * another process's commits (stage_chaos lost thousands of
+		 * acknowledged rows that way) */
+		alex_set_checkpoint_on_close(db->eng, 0);
 		alex_close(db->eng);
 		db->eng = NULL;
 		return alex_errno_of(rc);

@@ -12,7 +12,11 @@
 #  idle     a window with no commit to end it: the staging log is synced
 #           (an fdatasync of <db>-alex-stage, none of <db>-alex);
 #  window   a burst of commits reaches the durable log as a few merges,
-#           not one record per commit.
+#           not one record per commit;
+#  failed   an open that cannot attach the staging log fails, and changes
+#           nothing: its engine, opened with no lock held, must not
+#           checkpoint at its close (another process's commits may be
+#           landing: stage_chaos lost thousands of rows that way).
 set -u
 B=$(cd "${1:?usage: stage.sh BUILD}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -131,6 +135,21 @@ n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t")
 [ "$n" = 3000 ] && ok || bad "window: $n rows"
 if [ "$recs" -ge 1 ] && [ "$recs" -lt 300 ]; then ok; else
 	bad "window: 3000 commits made $recs records of the durable log"; fi
+
+# ---- failed ---------------------------------------------------------------
+db=$tmp/failed.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(a)"
+ALEX_STAGE=0 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib python3 "$tmp/burst.py" "$db"
+head -c 65536 /dev/urandom >"$db-alex-stage"
+before=$(cat "$db" "$db-alex" | md5sum)
+if ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t" >"$tmp/out" 2>&1; then
+	bad "failed: opened over a staging log that is not one: $(head -c 200 "$tmp/out")"
+else
+	grep -q 'alex-stage: this database.s commits are staged, and this process cannot' "$tmp/out" &&
+		ok || bad "failed: not said: $(head -c 200 "$tmp/out")"
+fi
+[ "$(cat "$db" "$db-alex" | md5sum)" = "$before" ] && ok ||
+	bad "failed: the open that failed changed the database or its log (a checkpoint)"
 
 echo "stage: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
