@@ -67,3 +67,7 @@ r = subprocess.run(["sqlite3", db, "pragma integrity_check; select count(*) from
 print("plain after:", r.stdout.split(), r.stderr.strip())
 errs = subprocess.run("cat %s/err.* | grep -v '^$' | sort | uniq -c | sort -rn | head" % d, shell=True, capture_output=True, text=True).stdout
 print("stderr of clients:\n" + errs)
+# the verdict: every acknowledged id there, the file whole for ALEX and,
+# once ALEX closed it, for plain SQLite
+plain = r.stdout.split()
+sys.exit(0 if got[0] == "ok" and not miss and plain[:1] == ["ok"] else 1)
