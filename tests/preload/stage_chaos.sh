@@ -5,7 +5,10 @@
 # file whole.  Two runs: only a staged writer killed beside a FULL one
 # (its restarts open, with no lock, over the FULL writer's merges: before
 # the seventeenth session's fixes this lost thousands of acknowledged rows
-# in one run of two), and five writers of mixed settings, any one killed.
+# in one run of two); five writers of mixed settings, any one killed; and
+# writers of big records and VACUUMs, one FULL, beside others (a restarted
+# one's connect failed with "disk I/O error", 3 opens in 205: review).
+# A client told "disk I/O error", "malformed" or "readonly" fails a run.
 set -u
 B=$(cd "${1:?usage: stage_chaos.sh BUILD [SECONDS]}" && pwd)
 secs=${2:-30}
@@ -27,5 +30,7 @@ run full-beside KILLSLOT=0 python3 "$here/stage_chaos/chaos.py" "$tmp/a" "$secs"
 	py: pl:ALEX_SYNC=full
 run mixed python3 "$here/stage_chaos/chaos.py" "$tmp/b" "$secs" \
 	py: py:ALEX_STAGE=0 pl:ALEX_SYNC=full tcl: pyslow:ALEX_SYNC_MS=20
+run big-full python3 "$here/stage_chaos/chaos.py" "$tmp/c" "$secs" \
+	pyvac: pyvac:ALEX_SYNC=full py: pl:ALEX_SYNC=full pyreopen:
 echo "stage-chaos: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -29,4 +29,18 @@ while not (stopf and os.path.exists(stopf)):
     if k > 0.97:
         con.execute("select count(*), sum(length(v)) from t").fetchone()
     if mode == "slow": time.sleep(r.random() * 0.01)
+    # vac: big records, and now and then a VACUUM (a FULL one merges and
+    # begins the staging log's next epoch at every commit: review)
+    if mode == "vac":
+        try:
+            con.execute("create table if not exists junk(v blob)")
+            con.execute("insert into junk values(?)", (os.urandom(r.choice([100, 3000, 20000])),))
+            if r.random() < 0.02:
+                con.execute("delete from junk")
+                if r.random() < 0.5: con.execute("vacuum")
+        except sqlite3.OperationalError as e:
+            print("ERR", e, file=sys.stderr, flush=True)
+    # reopen: a close (which merges, and checkpoints when alone) and an open
+    if mode == "reopen" and r.random() < 0.05:
+        con.close(); con = sqlite3.connect(db, isolation_level=None, timeout=60)
 con.close()
