@@ -262,6 +262,9 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) space-stage env ALEX_STAGE=1 ALEX_SYNC=normal tests/preload/space.sh $(B)
 	@$(RUN_TEST) stage-readers env ALEX_STAGE=1 tests/preload/stage_readers.sh $(B) 60
 	@$(RUN_TEST) stage-chaos tests/preload/stage_chaos.sh $(B) 30
+	@$(RUN_TEST) space-unstaged env ALEX_STAGE=0 ALEX_SYNC=normal tests/preload/space.sh $(B)
+	@$(RUN_TEST) powercut-unstaged env ALEX_STAGE=0 tests/preload/powercut.sh $(B) 0 40
+	@$(RUN_TEST) diff-unstaged env ALEX_STAGE=0 ALEX_SYNC=normal tests/preload/diff.sh $(B)
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex
 	@$(RUN_TEST) doctor tests/doctor/doctor.sh $(B)

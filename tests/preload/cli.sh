@@ -42,6 +42,7 @@ t "alex-run --version" [ "$("$B/alex-run" --version)" = "alex-run 0.1.0" ]
 "$B/alex-run" --sync=sometimes true 2>/dev/null
 t "alex-run rejects a bad --sync" [ $? -eq 2 ]
 t "alex-run --stage sets staging and normal" [ "$("$B/alex-run" --stage sh -c 'echo $ALEX_STAGE $ALEX_SYNC')" = "1 normal" ]
+t "alex-run --no-stage turns staging off" [ "$("$B/alex-run" --no-stage sh -c 'echo $ALEX_STAGE')" = "0" ]
 ALEX_STAGE=2 LD_PRELOAD=$lib sqlite3 stage.db 'select 1' >/dev/null 2>err
 t "bad ALEX_STAGE named" grep -q 'ALEX_STAGE=2 is invalid' err
 "$B/alex-run" -- sh -c 'exit 7'

@@ -6,7 +6,7 @@
 #           log says STAGED, and SQLite without ALEX refuses the file;
 #  tool     alex checkpoint merges a dead writer's staged commits: plain
 #           sqlite3 then reads every acknowledged row, nothing beside it;
-#  mixed    a NORMAL process without ALEX_STAGE, open before a staging one
+#  mixed    a NORMAL process with ALEX_STAGE=0, open before a staging one
 #           began, then one that opens after it, and a FULL one, go through
 #           the staging log too: exact totals, integrity ok;
 #  idle     a window with no commit to end it: the staging log is synced
@@ -88,7 +88,7 @@ for i in range(int(sys.argv[3])):
         con.execute("select count(*) from t").fetchone()
 con.close()
 PY
-LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 2 1500 0.4 0 &
+ALEX_STAGE=0 LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 2 1500 0.4 0 &
 p2=$!
 sleep 0.2
 ALEX_STAGE=1 LD_PRELOAD=$lib python3 "$tmp/mixed.py" "$db" 1 1500 0 0.0005 &
