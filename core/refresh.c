@@ -182,6 +182,23 @@ int alex_fence_now(alex_db *db, struct alex_fence *f)
 	return 1;
 }
 
+int alex_heal_stale_mark(alex_db *db)
+{
+	int err, rc;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	if ((err = alex_log_lock_ckpt(db, 1)))
+		return err;
+	/* the mark as the file has it now: another opener may have healed it */
+	if (!(err = alex_refresh(db, 1)) && !(err = alex_bases_open(db)) &&
+	    !db->epoch_commits && !db->above_holds && db->mark.kind != ALEX_MARK_NONE)
+		err = alex_ckpt_run(db);
+	if ((rc = alex_log_lock_ckpt(db, 0)) && !err)
+		err = rc;
+	return err;
+}
+
 /*
  * A checkpoint on request may run beside other processes that hold only
  * SQLite's SHARED lock (libalex.so before SQLite opens a WAL): the log's

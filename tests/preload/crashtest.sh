@@ -33,7 +33,7 @@
 #           the log passes 4 MiB holding few pages, and FULL mode's early
 #           checkpoint runs (commit.c, ckpt_due); quick: the sample and
 #           every cut around a sync of the database file
-#   normal  the same with ALEX_SYNC=normal, paced
+#   normal  the same with ALEX_SYNC=normal, paced, unstaged (ALEX_STAGE=0)
 #   staged  the same with ALEX_STAGE=1: commits in <db>-alex-stage, merged
 #           into the log once per window (docs/STAGING.md); the judge's
 #           ALEX finds the staging log and goes through it
@@ -91,7 +91,7 @@ record() {
 		done ;;
 	full) "${env[@]}" "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	early) "${env[@]}" ALEX_CHECKPOINT_MB=64 "$PC" run "$d/run/db.db" "$d/acks" 1200 0 ;;
-	normal) "${env[@]}" ALEX_SYNC=normal "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
+	normal) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=0 "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	staged) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=1 "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	attach) "${env[@]}" "$B/tests/attach" run "$d/run" 2 30 ;;
