@@ -302,13 +302,12 @@ int alex_sync(alex_db *db);
 int alex_checkpoint(alex_db *db);
 
 /*
- * Takes off a mark that an epoch holding nothing left on the database file
- * (a power cut between a checkpoint's next header and its unmark), as the
- * next checkpoint would.  For a database entering WAL mode, which SQLite
- * then reads itself: marked, it is "not a database" to it.  Same locks as
- * alex_checkpoint; 0 when there is no such mark.
+ * Does the database file carry a mark that an epoch holding nothing left
+ * (a power cut between a checkpoint's next header and its unmark)?  As of
+ * the last catch-up, which reads the file's header when the log holds
+ * nothing.  alex_checkpoint takes it off.
  */
-int alex_heal_stale_mark(alex_db *db);
+int alex_stale_mark(const alex_db *db);
 
 /* Removes the log if it holds nothing and no other engine has it open
  * (ALEX_EBUSY, ALEX_EINUSE otherwise); a later record makes a new one. */

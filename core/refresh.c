@@ -167,6 +167,11 @@ int alex_holds_pages(const alex_db *db)
 	return db->epoch_commits != 0;
 }
 
+int alex_stale_mark(const alex_db *db)
+{
+	return !db->epoch_commits && !db->above_holds && db->mark.kind != ALEX_MARK_NONE;
+}
+
 int alex_fence_now(alex_db *db, struct alex_fence *f)
 {
 	memset(f, 0, sizeof *f);
@@ -180,23 +185,6 @@ int alex_fence_now(alex_db *db, struct alex_fence *f)
 	f->salt = db->hdr.salt;
 	f->on = 1;
 	return 1;
-}
-
-int alex_heal_stale_mark(alex_db *db)
-{
-	int err, rc;
-
-	if (db->failed)
-		return ALEX_EFAILED;
-	if ((err = alex_log_lock_ckpt(db, 1)))
-		return err;
-	/* the mark as the file has it now: another opener may have healed it */
-	if (!(err = alex_refresh(db, 1)) && !(err = alex_bases_open(db)) &&
-	    !db->epoch_commits && !db->above_holds && db->mark.kind != ALEX_MARK_NONE)
-		err = alex_ckpt_run(db);
-	if ((rc = alex_log_lock_ckpt(db, 0)) && !err)
-		err = rc;
-	return err;
 }
 
 /*

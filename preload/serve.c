@@ -512,16 +512,14 @@ int alex_serve_wal_open(struct pdb *db)
 	int rc = alex_staging_drain(db);
 	if (!rc)
 		rc = alex_refresh(db->eng, 1);
-	if (!rc && alex_holds_pages(db->eng))
+	/* also with nothing in the log but a mark a power cut left on the
+	 * file (its unmark lost after the next epoch's header), which the
+	 * checkpoint takes off: SQLite reads the file itself from here
+	 * (crashtest long, wal phase: 39 cuts "not a database") */
+	if (!rc && (alex_holds_pages(db->eng) || alex_stale_mark(db->eng)))
 		rc = alex_checkpoint(db->eng);
 	if (!rc && alex_holds_pages(db->eng))
 		rc = ALEX_EBUSY;
-	/* nothing in the log, but a mark a power cut left on the file (its
-	 * unmark lost after the next epoch's header): SQLite reads the file
-	 * itself from here (crashtest long, wal phase: 39 cuts "not a
-	 * database") */
-	if (!rc)
-		rc = alex_heal_stale_mark(db->eng);
 	/* SQLite's mappings become shared ones of the file it now writes */
 	int merr = !rc && db->maps && !alex_pdb_direct(db) ? alex_mmap_direct(db, 1) : 0;
 	if (merr) {
