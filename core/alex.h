@@ -102,6 +102,12 @@ struct alex_config {
 	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
 					     database file's writes are encrypted
 					     through (default 64 KiB) */
+	int readonly;                     /* a reader that may not write the
+					     database file: every file opened
+					     for reading only, no change counter,
+					     no checkpoint, recovery that writes
+					     nothing; a commit fails with EROFS
+					     (default 0) */
 	const char *log_suffix;           /* the log is "<db_path><log_suffix>",
 					     its change counter that and "-shm":
 					     NULL for "-alex"; a staging engine

@@ -354,6 +354,8 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
  * grow into: give it back and try once more. */
 int alex_ckpt_run(alex_db *db)
 {
+	if (db->cfg.readonly)
+		return EROFS;
 	/* a staging engine never checkpoints (its base is read-only); below
 	 * it, while staged commits are not in the database, only a checkpoint
 	 * for room that a merge asked for, which keeps the fence (run_once) */

@@ -15,7 +15,8 @@
 
 enum alex_open_flags {
 	ALEX_O_CREAT = 1, /* create if missing */
-	ALEX_O_TRUNC = 2  /* start empty */
+	ALEX_O_TRUNC = 2, /* start empty */
+	ALEX_O_RDONLY = 4 /* for reading only (a read-only engine's files) */
 };
 
 /* What the engine needs to know of an open file. */

@@ -24,7 +24,7 @@ static int err_of(long r)
 
 static int px_open(void *ctx, const char *path, int flags, int *fd)
 {
-	int of = O_RDWR | O_CLOEXEC;
+	int of = (flags & ALEX_O_RDONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	long r;
 
 	(void)ctx;

@@ -324,7 +324,8 @@ int alex_log_open(struct alex_db *db)
 	memset(&db->hdr, 0, sizeof db->hdr);
 	for (int tries = 0; tries < 100; tries++) {
 		/* none: made by the first record that needs it */
-		if ((err = o->open(db->io.ctx, db->log_path, 0, &fd)))
+		if ((err = o->open(db->io.ctx, db->log_path, db->cfg.readonly ? ALEX_O_RDONLY : 0,
+				   &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
 		db->log_pid = (int)getpid();

@@ -130,7 +130,8 @@ int alex_bases_open(alex_db *db)
 		    (err = o->exists(db->io.ctx, db->path[f], &exists)))
 			return err;
 		if (exists) {
-			int flags = f == ALEX_FILE_DB ? ALEX_O_CREAT : 0;
+			int flags = db->cfg.readonly ? ALEX_O_RDONLY
+					  : f == ALEX_FILE_DB ? ALEX_O_CREAT : 0;
 			if (db->base_fd[f] < 0) {
 				if ((err = o->open(db->io.ctx, db->path[f], flags, &db->base_fd[f])))
 					return err;
@@ -207,6 +208,12 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->io = alex_xts_io(db->xio);
 	}
 	struct alex_shm_look look;
+	if (db->cfg.readonly) {
+		/* nothing of its own to give back, and no right to */
+		db->cfg.checkpoint_on_close = 0;
+		db->cfg.remove_log = 0;
+		db->cfg.exclusive = 0;
+	}
 	db->rec_locked = db->cfg.exclusive;
 	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)))
 		goto fail;
@@ -233,7 +240,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		below->above_holds = 1;
 	/* A format-1 epoch is not fenced: a crash inside its checkpoint could
 	 * leave the base unmarked while the log still holds newer pages. */
-	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) &&
+	if (db->epoch_commits && !(db->hdr.flags & ALEX_HDR_FENCED) && !db->cfg.readonly &&
 	    db->mark.kind == ALEX_MARK_NONE && (err = alex_protect_mark(db, 0)))
 		goto fail;
 	*out = db;

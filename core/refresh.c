@@ -106,6 +106,9 @@ int alex_reload(alex_db *db, int force, int may_abort)
 	int err;
 	int unchanged = !force && db->epoch_live && !db->doubt && alex_shm_unchanged(db);
 
+	if (db->cfg.readonly)
+		may_abort = 0; /* recovery that writes nothing */
+
 	/* with commits staged above, this epoch is fenced though it may hold
 	 * no record yet (io_over.h: prepare): no program without ALEX can
 	 * have written the base files either */

@@ -72,7 +72,7 @@ int alex_shm_attach(struct alex_db *db)
 	int err;
 
 	alex_shm_detach(db);
-	if (db->log_fd < 0 || db->log_stub || db->cfg.exclusive ||
+	if (db->log_fd < 0 || db->log_stub || db->cfg.exclusive || db->cfg.readonly ||
 	    db->hdr.version < ALEX_FORMAT_V3 || !o->shm_map)
 		return 0; /* no log, a tool alone on it, or a log older ALEX writes */
 	if ((err = o->stat(db->io.ctx, db->base_fd[ALEX_FILE_DB], &base)) ||

@@ -186,6 +186,8 @@ static int writable(const alex_db *db, enum alex_file f)
 {
 	if (db->failed)
 		return ALEX_EFAILED;
+	if (db->cfg.readonly)
+		return EROFS;
 	if (db->doubt)
 		return ALEX_EBUSY; /* a record would go over the undecided group */
 	if (!alex_file_ok(f) || (db->cfg.db_only && f != ALEX_FILE_DB))

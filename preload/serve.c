@@ -116,8 +116,18 @@ const struct alex_io *alex_serve_backend(void)
 int alex_serve_open(struct pdb *db)
 {
 	const struct alex_io *io = alex_serve_backend();
-	int rc = alex_open(db->path, &alex_cfg.engine, io, &db->eng);
+	struct alex_config cfg = alex_cfg.engine;
+	int rc = alex_open(db->path, &cfg, io, &db->eng);
 
+	/* A process that may read the file but not write it (another user's
+	 * database, a read-only mount) reads as SQLite would, through the log
+	 * that writers keep beside it, and writes nothing: SQLite, with the
+	 * file opened for reading, never asks it to. */
+	if (rc == EACCES || rc == EROFS) {
+		cfg.readonly = 1;
+		if (!(rc = alex_open(db->path, &cfg, io, &db->eng)))
+			db->readonly = 1;
+	}
 	if (rc) {
 		say_open_failed(db, rc);
 		return alex_errno_of(rc);

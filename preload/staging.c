@@ -30,6 +30,7 @@ static int attach(struct pdb *db, const struct alex_io *io)
 	struct alex_config cfg = alex_cfg.engine;
 	int rc;
 
+	cfg.readonly = db->readonly;
 	/* what the durable engine holds unsynced (its own NORMAL commits
 	 * before another process began to stage) is synced first: from now
 	 * on it syncs every commit, and its flusher has nothing to do */
@@ -53,7 +54,7 @@ int alex_staging_open(struct pdb *db, const struct alex_io *io)
 	char path[PATH_MAX + 16];
 	struct stat st;
 	int want = alex_cfg.stage && alex_cfg.engine.sync == ALEX_SYNC_NORMAL && !alex_cfg.engine.key &&
-		   alex_stage_possible(db->eng);
+		   !db->readonly && alex_stage_possible(db->eng);
 	int must = alex_stage_marked(db->eng);
 
 	if (!must) {

@@ -63,6 +63,9 @@ struct pdb {
 				target of another name): alex_pdb_name */
 	alex_db *eng;
 	alex_db *stg;        /* the staging engine over eng, or NULL (staging.h) */
+	int readonly;        /* this process may only read the file (another
+				user's database it may read, a read-only
+				mount): its engines read and write nothing */
 	struct alex_io_over *over; /* ... its backend */
 	uint64_t stg_since;  /* this process's oldest commit in stg that is
 				neither merged nor synced, or 0 */

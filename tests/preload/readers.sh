@@ -1,0 +1,114 @@
+#!/bin/bash
+# readers.sh BUILD - a user who may read a database but not write it (its
+# mode 0644, another user's) reads it under ALEX as under SQLite, while
+# a writer keeps a log (staged or not) beside it and after the writer is
+# killed: every read succeeds and is consistent, a write is refused as
+# SQLite refuses it (SQLITE_READONLY), and the reader writes nothing.
+# Before read-only engines the reader could not open the database at all
+# while the log existed ("unable to open database file").  Needs root,
+# the user nobody and setpriv; otherwise skipped (exit 77).
+set -u
+skip() { [ -n "${CHECK_SKIP_FILE:-}" ] && echo "$*" >"$CHECK_SKIP_FILE"; exit 77; }
+B=$(cd "${1:?usage: readers.sh BUILD}" && pwd)
+why=""
+[ "$(id -u)" = 0 ] || why="not root"
+id nobody >/dev/null 2>&1 || why="${why:+$why, }no user nobody"
+command -v setpriv >/dev/null || why="${why:+$why, }setpriv not found"
+[ -z "$why" ] || skip "$why"
+tmp=$(mktemp -d /tmp/alex-readers.XXXXXX)
+chmod 755 "$tmp"
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+# a copy nobody can load wherever the build lives
+cp "$B/libalex.so" "$tmp/libalex.so" && chmod 644 "$tmp/libalex.so"
+lib=$tmp/libalex.so
+grp=$(id -gn nobody)
+pass=0 fail=0
+t() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $what"; fi; }
+as_nobody() { setpriv --reuid=nobody --regid="$grp" --clear-groups env LD_PRELOAD="$lib" "$@"; }
+# SQLite's own reader waits out a writer's lock only with a busy timeout
+read_nobody() { as_nobody sqlite3 -cmd ".timeout 10000" "$@"; }
+
+# The writer: rows 1, 2, 3 ... one autocommit INSERT each, the count of
+# acknowledged rows written to ACKED after each; it holds the database
+# open for SECONDS.
+writer() { # DB ACKED SECONDS [env...]
+	local db=$1 acked=$2 secs=$3
+	shift 3
+	# exec: $! of "writer ... &" is then the writer itself, for kill -9
+	exec env "$@" LD_PRELOAD="$lib" python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+c.execute("create table if not exists t(x integer primary key, v text)")
+end = time.time() + float(sys.argv[3])
+n = c.execute("select count(*) from t").fetchone()[0]
+while time.time() < end:
+    n += 1
+    c.execute("insert into t values(?, ?)", (n, "row %d" % n))
+    with open(sys.argv[2], "w") as f:
+        f.write("%d\n" % n)
+    time.sleep(0.002)
+' "$db" "$acked" "$secs"
+}
+
+# every read: the rows are 1..n exactly (count, sum and max agree)
+consistent() { # OUTPUT
+	local n s m
+	IFS='|' read -r n s m <<<"$1"
+	[[ $n =~ ^[0-9]+$ ]] && [ "$s" = "$((n * (n + 1) / 2))" ] && [ "$m" = "$n" ]
+}
+
+for stage in 1 0; do
+	d=$tmp/s$stage
+	mkdir -p "$d" && chmod 755 "$d"
+	db=$d/a.db
+	sqlite3 "$db" "create table t(x integer primary key, v text)" && chmod 644 "$db"
+	writer "$db" "$d/acked" 4 ALEX_SYNC=normal ALEX_STAGE=$stage &
+	wpid=$!
+	for _ in $(seq 50); do [ -s "$d/acked" ] && break; sleep 0.1; done
+	t "stage=$stage: the writer keeps a log" [ -e "$db-alex" ]
+	bad=0 last=0 reads=0
+	for _ in $(seq 40); do
+		out=$(read_nobody "$db" "select count(*), coalesce(sum(x), 0), coalesce(max(x), 0) from t" 2>&1)
+		reads=$((reads + 1))
+		if ! consistent "$out" || [ "${out%%|*}" -lt "$last" ]; then
+			bad=$((bad + 1))
+			echo "stage=$stage: read gave '$out' (last $last)"
+		else
+			last=${out%%|*}
+		fi
+	done
+	t "stage=$stage: $reads reads as nobody beside a writer, each whole and newer ($bad bad)" [ "$bad" = 0 ]
+	t "stage=$stage: they saw the writer's rows (last $last)" [ "$last" -gt 0 ]
+	out=$(read_nobody "$db" "insert into t values(-1, 'x')" 2>&1)
+	t "stage=$stage: a write is refused as SQLite refuses it ($out)" \
+		[ "$(echo "$out" | grep -c 'readonly database')" = 1 ]
+	wait "$wpid"
+	t "stage=$stage: the writer's close left nothing beside the database" \
+		[ ! -e "$db-alex" -a ! -e "$db-alex-stage" ]
+	n=$(cat "$d/acked")
+	out=$(read_nobody "$db" "select count(*), sum(x), max(x) from t" 2>&1)
+	t "stage=$stage: after the writer, all $n rows ($out)" [ "$out" = "$n|$((n * (n + 1) / 2))|$n" ]
+
+	# the writer killed: its log (and staging log) stay; the reader
+	# reads every acknowledged row through them, and writes nothing
+	rm -f "$d/acked"
+	writer "$db" "$d/acked" 30 ALEX_SYNC=normal ALEX_STAGE=$stage &
+	wpid=$!
+	for _ in $(seq 50); do [ -s "$d/acked" ] && break; sleep 0.1; done
+	sleep 1
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null
+	n=$(cat "$d/acked")
+	before=$(cd "$d" && ls -l --time-style=+%s.%N a.db* | md5sum)
+	out=$(read_nobody "$db" "select count(*), sum(x), max(x) from t" 2>&1)
+	t "stage=$stage: killed writer's log read by nobody: at least its $n acknowledged rows ($out)" \
+		consistent "$out"
+	t "stage=$stage: ... no fewer than acknowledged" [ "${out%%|*}" -ge "$n" ] 2>/dev/null
+	t "stage=$stage: ... and the reader changed no file" \
+		[ "$(cd "$d" && ls -l --time-style=+%s.%N a.db* | md5sum)" = "$before" ]
+	out2=$(LD_PRELOAD=$lib sqlite3 "$db" "select count(*), sum(x), max(x) from t; pragma integrity_check" 2>&1)
+	t "stage=$stage: the owner's next open agrees ($out2)" [ "$out2" = "$out"$'\n'"ok" ]
+done
+
+echo "readers: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
