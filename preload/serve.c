@@ -122,8 +122,11 @@ int alex_serve_open(struct pdb *db)
 	/* A process that may read the file but not write it (another user's
 	 * database, a read-only mount) reads as SQLite would, through the log
 	 * that writers keep beside it, and writes nothing: SQLite, with the
-	 * file opened for reading, never asks it to. */
-	if (rc == EACCES || rc == EROFS) {
+	 * file opened for reading, never asks it to.  Only then: one that may
+	 * write the file but not the log would be refused its writes in the
+	 * middle of a transaction, where SQLite had no reason to expect it. */
+	if ((rc == EACCES || rc == EROFS) &&
+	    REAL(faccessat)(AT_FDCWD, db->path, W_OK, AT_EACCESS) != 0) {
 		cfg.readonly = 1;
 		if (!(rc = alex_open(db->path, &cfg, io, &db->eng)))
 			db->readonly = 1;
