@@ -67,6 +67,20 @@ static uint8_t block_byte(alex_db *db, uint64_t blk, size_t at)
 	return b[at];
 }
 
+/* A writer's engine on a fresh SQLite-looking file (wc, page1 filled in),
+ * after commits 1..n: block 1 and page 1's byte 200 say the last. */
+static alex_db *writer_after(alex_mem *m, struct alex_io *io, struct alex_config *wc,
+			     uint8_t *page1, uint8_t n)
+{
+	sqlite_like_file(m, page1);
+	alex_config_default(wc);
+	wc->checkpoint_on_close = 0;
+	alex_db *w = open_engine(wc, io);
+	for (uint8_t v = 1; v <= n; v++)
+		sqlite_like_commit(w, page1, v);
+	return w;
+}
+
 /* A reader asking for everything a writer may do gets none of it. */
 static void readonly_config(struct alex_config *c)
 {
@@ -85,12 +99,7 @@ Test(readonly, reads_a_writers_log_and_writes_nothing)
 	uint8_t page1[BLK], b[BLK];
 	struct snap s;
 
-	sqlite_like_file(m, page1);
-	alex_config_default(&wc);
-	wc.checkpoint_on_close = 0;
-	alex_db *w = open_engine(&wc, &io);
-	for (uint8_t v = 1; v <= 5; v++)
-		sqlite_like_commit(w, page1, v);
+	alex_db *w = writer_after(m, &io, &wc, page1, 5);
 
 	readonly_config(&rc);
 	take(m, &s);
@@ -140,12 +149,7 @@ Test(readonly, torn_tail_read_not_repaired)
 	struct snap s;
 	size_t len;
 
-	sqlite_like_file(m, page1);
-	alex_config_default(&wc);
-	wc.checkpoint_on_close = 0;
-	alex_db *w = open_engine(&wc, &io);
-	for (uint8_t v = 1; v <= 3; v++)
-		sqlite_like_commit(w, page1, v);
+	alex_db *w = writer_after(m, &io, &wc, page1, 3);
 	alex_close(w);
 	/* the last record's last bytes torn */
 	uint8_t *log = log_copy(m, &len);
