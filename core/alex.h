@@ -180,6 +180,11 @@ int alex_refresh(alex_db *db, int locked);
 
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);
+
+/* Has another engine that may write the database (not a read-only one)
+ * the log open, to checkpoint it at its own close?  1 also when that
+ * cannot be told (no log; the tool; a read-only engine asking). */
+int alex_other_writers(alex_db *db);
 /* 1 while a transaction is open: written, truncated or spilled, not yet
  * committed (or dropped). */
 int alex_txn_open(const alex_db *db);

@@ -76,8 +76,9 @@
  *   processes see it) and again, with FENCED, together with the epoch's
  *   first COMMIT record, under that record's fdatasync.  A new log over an
  *   SQLite database says FENCED in its first slot already: its first
- *   epoch's mark rides on that fdatasync (protect.c).  Bytes 0 and 1 of
- *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT).
+ *   epoch's mark rides on that fdatasync (protect.c).  Bytes 0 to 2 of
+ *   the log file are lock bytes (io.h: ALEX_LOCK_OPEN, ALEX_LOCK_CKPT,
+ *   ALEX_LOCK_WRITER).
  *
  * From the epoch's data_off on: records, back to back, each a multiple of
  * 512 bytes long (ALEX_SECTOR; formats 1 to 5 wrote multiples of 4096, and

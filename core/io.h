@@ -33,8 +33,12 @@ enum alex_lock_byte {
 	ALEX_LOCK_OPEN = 0, /* shared by every engine that has the log open;
 			       exclusive for the alex tool, and for the last
 			       engine while it removes the log */
-	ALEX_LOCK_CKPT = 1  /* exclusive while an engine checkpoints without
-			       SQLite's EXCLUSIVE lock to keep others out */
+	ALEX_LOCK_CKPT = 1,  /* exclusive while an engine checkpoints without
+				SQLite's EXCLUSIVE lock to keep others out */
+	ALEX_LOCK_WRITER = 2 /* shared by every engine that has the log open
+				and may write the database (not a read-only
+				one): whether a close that cannot checkpoint
+				leaves it to another (alex_other_writers) */
 };
 
 struct alex_io_ops {

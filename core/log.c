@@ -107,6 +107,30 @@ static int lock_wait(struct alex_db *db, int fd, uint64_t b, int mode, int wait)
 	}
 }
 
+/* An engine that may write the database says so on the log (io.h:
+ * ALEX_LOCK_WRITER); the tool, alone on it, and a reader do not. */
+static int writer_lock(struct alex_db *db, int fd)
+{
+	if (db->cfg.exclusive || db->cfg.readonly)
+		return 0;
+	return lock_wait(db, fd, ALEX_LOCK_WRITER, ALEX_SHARED, 1);
+}
+
+int alex_other_writers(struct alex_db *db)
+{
+	/* nothing to learn, or not ours to ask -- nor a forked child's: its
+	 * description, and the lock on it, is its parent's too */
+	if (db->log_fd < 0 || db->log_stub || db->cfg.exclusive || db->cfg.readonly ||
+	    db->log_pid != (int)getpid())
+		return 1;
+	/* our own shared lock becomes exclusive only if no other engine's
+	 * description holds one; then it goes back at once */
+	if (db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_WRITER, ALEX_EXCLUSIVE))
+		return 1;
+	(void)db->io.ops->lock(db->io.ctx, db->log_fd, ALEX_LOCK_WRITER, ALEX_SHARED);
+	return 0;
+}
+
 int alex_log_lock_ckpt(struct alex_db *db, int on)
 {
 	if (db->log_fd < 0 || db->cfg.exclusive)
@@ -201,7 +225,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	 * (tests/core/test_lograce.c). */
 	if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED,
 			     1)) ||
-	    (err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
+	    (err = writer_lock(db, fd)) || (err = o->rename(db->io.ctx, tmp, db->log_path, !replace)))
 		goto out;
 	direct_close(db);
 	db->log_fd = fd;
@@ -331,7 +355,7 @@ int alex_log_open(struct alex_db *db)
 		db->log_pid = (int)getpid();
 		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
 		if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, mode, !db->cfg.exclusive)) ||
-		    (err = o->stat(db->io.ctx, fd, &fi)))
+		    (err = writer_lock(db, fd)) || (err = o->stat(db->io.ctx, fd, &fi)))
 			return err;
 		if (fi.nlink)
 			break;

@@ -220,7 +220,9 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	alex_shm_look_begin(db, &look);
 	if ((err = alex_recover(db)) || (err = alex_protect_check_base(db)))
 		goto fail;
-	db->st.open_raced = alex_shm_moved(db, &look);
+	/* a reader without the counter cannot tell a record being written
+	 * from a damaged one: only its owners report damage (review) */
+	db->st.open_raced = alex_shm_moved(db, &look) || (db->cfg.readonly && db->log_fd >= 0);
 	DBGS(db, "open", "");
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->size[f] = db->csize[f];

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bytes.h"
 #include "config.h"
 #include "errmap.h"
 #include "flusher.h"
+#include "io_over.h"
 #include "journal.h"
 #include "locks.h"
 #include "mmap.h"
@@ -169,6 +171,35 @@ static int exclusive_hold(const char *path)
 	return fd;
 }
 
+/*
+ * exclusive_hold for the close.  A close that cannot take the lock leaves
+ * what the log holds to another process's close; but a reader that may
+ * not write the database never checkpoints, and a log left holding pages
+ * leaves the file fenced: SQLite without ALEX refuses it until a process
+ * that may write it opens it.  So when no other engine that may write has
+ * the log open, a reader's transaction is waited out, for a second at
+ * most (review: a reader polling beside a writer found the file so about
+ * half the time after the writer's close).
+ */
+static int close_hold(struct pdb *db)
+{
+	int fd = exclusive_hold(db->path);
+
+	if (fd >= 0 || !(alex_holds_pages(db->eng) || (db->stg && !alex_stage_idle(db->stg))) ||
+	    alex_other_writers(db->eng))
+		return fd;
+	for (int i = 0; fd < 0 && i < 500; i++) {
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		fd = exclusive_hold(db->path);
+	}
+	if (fd < 0)
+		alex_msg(ALEX_MSG_WARN, "%s: closed with commits in %s-alex while a reader that may not "
+			 "write it held the database: SQLite without ALEX refuses the file until a process "
+			 "that may write it opens it, or: alex checkpoint %s", db->path, db->path, db->path);
+	return fd;
+}
+
 void alex_serve_close(struct pdb *db)
 {
 	/* out of the registry, so no new sync begins; one under way ends */
@@ -189,8 +220,8 @@ void alex_serve_close(struct pdb *db)
 	 * process has no SQLite descriptor left on the file, so closing ours
 	 * drops nothing of SQLite's. */
 	int xfd = -1;
-	if (!rc && (alex_cfg.engine.checkpoint_on_close || db->stg))
-		xfd = exclusive_hold(db->path);
+	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg))
+		xfd = close_hold(db);
 	/* another process may have begun to stage since this one last
 	 * looked: its commits are above, and this close merges them before
 	 * any checkpoint (review: a close that never looked orphaned them) */
@@ -512,6 +543,17 @@ int alex_serve_lock_shared(struct pdb *db)
  * SQLite holds SHARED here, so no rollback-mode commit can land meanwhile;
  * the log's checkpoint lock keeps out other processes doing the same.
  */
+/* A reader that may not write the file opens the WAL only where the log
+ * holds nothing of the database: it cannot checkpoint it there. */
+static int ro_wal_check(struct pdb *db)
+{
+	int rc = alex_refresh(db->eng, 1);
+	if (!rc && (alex_holds_pages(db->eng) || alex_stale_mark(db->eng) ||
+		    (db->stg && !alex_stage_idle(db->stg))))
+		rc = EROFS;
+	return rc;
+}
+
 int alex_serve_wal_open(struct pdb *db)
 {
 	/* SQLite writes the database file and -wal itself in WAL mode: with a
@@ -522,14 +564,14 @@ int alex_serve_wal_open(struct pdb *db)
 		return EACCES;
 	}
 	pthread_mutex_lock(&db->mu);
-	int rc = alex_staging_drain(db);
-	if (!rc)
+	int rc = db->readonly ? ro_wal_check(db) : alex_staging_drain(db);
+	if (!rc && !db->readonly)
 		rc = alex_refresh(db->eng, 1);
 	/* also with nothing in the log but a mark a power cut left on the
 	 * file (its unmark lost after the next epoch's header), which the
 	 * checkpoint takes off: SQLite reads the file itself from here
 	 * (crashtest long, wal phase: 39 cuts "not a database") */
-	if (!rc && (alex_holds_pages(db->eng) || alex_stale_mark(db->eng)))
+	if (!rc && !db->readonly && (alex_holds_pages(db->eng) || alex_stale_mark(db->eng)))
 		rc = alex_checkpoint(db->eng);
 	if (!rc && alex_holds_pages(db->eng))
 		rc = ALEX_EBUSY;
@@ -550,8 +592,15 @@ int alex_serve_wal_open(struct pdb *db)
 	}
 	/* WAL mode: others commit while SQLite holds SHARED */
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&db->mu);
+	int said = db->wal_said;
 	if (rc)
+		db->wal_said = 1;
+	pthread_mutex_unlock(&db->mu);
+	if (rc && db->readonly && !said)
+		alex_msg(ALEX_MSG_ERROR, "%s: the log holds pages a WAL cannot show, and this process "
+			 "may not write the database to checkpoint them; the WAL stays closed until a "
+			 "process that may write it opens it, or: alex checkpoint %s", db->path, db->path);
+	else if (rc && !db->readonly)
 		alex_msg(ALEX_MSG_ERROR, "%s: the log still holds pages and could not be checkpointed "
 			 "(%s); the WAL stays closed until: alex checkpoint %s", db->path,
 			 alex_strerror(rc), db->path);

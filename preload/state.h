@@ -66,6 +66,8 @@ struct pdb {
 	int readonly;        /* this process may only read the file (another
 				user's database it may read, a read-only
 				mount): its engines read and write nothing */
+	int wal_said;        /* ... and was told once that it cannot open the
+				WAL over a log holding pages */
 	struct alex_io_over *over; /* ... its backend */
 	uint64_t stg_since;  /* this process's oldest commit in stg that is
 				neither merged nor synced, or 0 */
