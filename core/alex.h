@@ -185,6 +185,11 @@ int alex_holds_pages(const alex_db *db);
  * the log open, to checkpoint it at its own close?  1 also when that
  * cannot be told (no log; the tool; a read-only engine asking). */
 int alex_other_writers(alex_db *db);
+
+/* The engine's own descriptor of the database file, or -1: for a lock
+ * query (F_OFD_GETLK) that no close of the caller's can disturb.  Never
+ * closed by the caller; valid until alex_close. */
+int alex_db_fd(const alex_db *db);
 /* 1 while a transaction is open: written, truncated or spilled, not yet
  * committed (or dropped). */
 int alex_txn_open(const alex_db *db);

@@ -252,6 +252,11 @@ fail:
 	return err;
 }
 
+int alex_db_fd(const alex_db *db)
+{
+	return db->base_fd[ALEX_FILE_DB];
+}
+
 void alex_set_checkpoint_on_close(alex_db *db, int on)
 {
 	db->cfg.checkpoint_on_close = on;

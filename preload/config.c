@@ -296,6 +296,11 @@ static void engine_settings(struct alex_config *e)
 	x = 1;
 	if (!number("ALEX_STAGE", 0, 1, &x))
 		alex_cfg.stage = (int)x;
+	/* the last close's wait for another process's read transaction
+	 * (serve.c: alex_serve_close_wait) */
+	x = 100;
+	if (!number("ALEX_CLOSE_WAIT_MS", 0, 10000, &x))
+		alex_cfg.close_wait_ms = (unsigned)x;
 }
 
 /* ALEX_MODE=trace, or ALEX_TRACE=FILE in ALEX mode: the tracing mode

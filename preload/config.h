@@ -30,6 +30,7 @@ struct alex_pconfig {
 	char trace_path[4096]; /* absolute */
 	enum alex_msglevel loglevel;
 	int stage; /* ALEX_STAGE: NORMAL's commits staged (staging.h) */
+	unsigned close_wait_ms; /* ALEX_CLOSE_WAIT_MS (serve.c) */
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's
 			  temporary files are never written in clear */

@@ -298,7 +298,10 @@ void alex_pdb_put(struct pdb *p)
 						__ATOMIC_RELAXED))
 			return;
 	/* perhaps the last reference: decide under life, which also keeps
-	 * new opens out until this one is closed */
+	 * new opens out until this one is closed -- but wait for other
+	 * processes first, with no lock held */
+	if (r == 1)
+		alex_serve_close_wait(p);
 	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
 	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) {

@@ -152,52 +152,72 @@ int alex_serve_open(struct pdb *db)
 }
 
 /* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
- * that holds it, or -1 if another process uses the database. */
-static int exclusive_hold(const char *path)
+ * that holds it, or -1 -- *held 1 if another process uses the database,
+ * 0 if the file could not be opened. */
+static int exclusive_hold(const char *path, int *held)
 {
 	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
 	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
 
+	*held = 0;
 	if (fd < 0)
 		return -1;
 	uint64_t t0 = ALEX_TRACE_T0();
 	int r = REAL(fcntl)(fd, F_SETLK, &l);
 	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
 	if (r != 0) {
+		*held = 1;
 		REAL(close)(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/*
- * exclusive_hold for the close.  A close that cannot take the lock leaves
- * what the log holds to another process's close; but a reader that may
- * not write the database never checkpoints, and a log left holding pages
- * leaves the file fenced: SQLite without ALEX refuses it until a process
- * that may write it opens it.  So when no other engine that may write has
- * the log open, a reader's transaction is waited out, for a second at
- * most (review: a reader polling beside a writer found the file so about
- * half the time after the writer's close).
- */
-static int close_hold(struct pdb *db)
+/* Would a close that cannot checkpoint leave pages in the log with no
+ * other engine that may write the database to checkpoint them? */
+static int strands(struct pdb *db)
 {
-	int fd = exclusive_hold(db->path);
+	return (alex_holds_pages(db->eng) || (db->stg && !alex_stage_idle(db->stg))) &&
+	       !alex_other_writers(db->eng);
+}
 
-	if (fd >= 0 || !(alex_holds_pages(db->eng) || (db->stg && !alex_stage_idle(db->stg))) ||
-	    alex_other_writers(db->eng))
-		return fd;
-	for (int i = 0; fd < 0 && i < 500; i++) {
+/*
+ * Before the last close, with no lock of the process held (pdb.c: the
+ * close itself runs under `life`, which every open and fork of the process
+ * waits for).  A close that cannot take SQLite's EXCLUSIVE leaves what the
+ * log holds to another process's close; but a reader that may not write
+ * the database never checkpoints, and a log left holding pages leaves the
+ * file fenced: SQLite without ALEX refuses it until a process that may
+ * write it opens it.  So when no other engine that may write has the log
+ * open, another process's lock on SQLite's bytes is waited out here, asked
+ * with F_OFD_GETLK through the engine's own descriptor, which no close
+ * drops a lock through (review: polling readers left the file fenced about
+ * half the time).  For ALEX_CLOSE_WAIT_MS (100) at most: SQLite's
+ * unixClose holds its VFS mutex around close(), so every open and close of
+ * a database file in the process's other threads waits as long (review: a
+ * second under `life` stalled them a second); a longer read transaction
+ * leaves the log to the next writer, with one line saying so.
+ */
+void alex_serve_close_wait(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	int fd = db->eng && !db->readonly ? alex_db_fd(db->eng) : -1;
+	int want = fd >= 0 && strands(db);
+	pthread_mutex_unlock(&db->mu);
+	for (unsigned i = 1; want && i <= alex_cfg.close_wait_ms / 2; i++) {
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+		if (REAL(fcntl)(fd, F_OFD_GETLK, &l) != 0 || l.l_type == F_UNLCK)
+			return;
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		fd = exclusive_hold(db->path);
+		if (i % 10 == 0) { /* a writer that was opening meanwhile */
+			pthread_mutex_lock(&db->mu);
+			want = strands(db);
+			pthread_mutex_unlock(&db->mu);
+		}
 	}
-	if (fd < 0)
-		alex_msg(ALEX_MSG_WARN, "%s: closed with commits in %s-alex while a reader that may not "
-			 "write it held the database: SQLite without ALEX refuses the file until a process "
-			 "that may write it opens it, or: alex checkpoint %s", db->path, db->path, db->path);
-	return fd;
 }
 
 void alex_serve_close(struct pdb *db)
@@ -219,9 +239,13 @@ void alex_serve_close(struct pdb *db)
 	 * this engine last looked, or the new epoch would orphan it.  This
 	 * process has no SQLite descriptor left on the file, so closing ours
 	 * drops nothing of SQLite's. */
-	int xfd = -1;
+	int xfd = -1, held = 0;
 	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg))
-		xfd = close_hold(db);
+		xfd = exclusive_hold(db->path, &held);
+	if (held && strands(db))
+		alex_msg(ALEX_MSG_WARN, "%s: closed with commits in its log while another process held "
+			 "the database: SQLite without ALEX refuses the file until a process with ALEX that "
+			 "may write it opens it, or: alex checkpoint %s", db->path, db->path);
 	/* another process may have begun to stage since this one last
 	 * looked: its commits are above, and this close merges them before
 	 * any checkpoint (review: a close that never looked orphaned them) */
