@@ -115,17 +115,19 @@ done
 # A reader in a read transaction while the writer closes: the writer,
 # with no other engine that could checkpoint after it, waits the reader
 # out (ALEX_CLOSE_WAIT_MS, here above the reader's 1.2 s) and checkpoints,
-# so that the file is a plain SQLite database again (before, it was left fenced: "file is not a database"
-# to SQLite without ALEX).  The writer idles from 0.5 s on and closes at
-# 1.5 s; the reader holds SHARED from about 1 s to 2.2 s.
+# so that the file is a plain SQLite database again (before, it was left
+# fenced: "file is not a database" to SQLite without ALEX).
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
-for stage in 1 0; do
-	d=$tmp/c$stage
+# close_beside DIR [env...]: a writer (env) inserts for 0.5 s, idles, and
+# closes at 1.5 s, while nobody holds a read transaction from about 1 s to
+# 2.2 s (its stderr in DIR/reader.err); DIR/a.db, DIR/acked
+close_beside() {
+	local d=$1 wpid rpid
+	shift
 	mkdir -p "$d" && chmod 755 "$d"
-	db=$d/a.db
-	sqlite3 "$db" "create table t(x integer primary key, v text)" && chmod 644 "$db"
-	writer "$db" "$d/acked" 0.5 LINGER=1 ALEX_CLOSE_WAIT_MS=3000 ALEX_SYNC=normal ALEX_STAGE=$stage &
+	sqlite3 "$d/a.db" "create table t(x integer primary key, v text)" && chmod 644 "$d/a.db"
+	writer "$d/a.db" "$d/acked" 0.5 LINGER=1 ALEX_SYNC=normal "$@" 2>"$d/writer.err" &
 	wpid=$!
 	for _ in $(seq 50); do [ -s "$d/acked" ] && break; sleep 0.1; done
 	sleep 0.9
@@ -136,13 +138,17 @@ c.execute("begin")
 c.execute("select count(*) from t").fetchone()
 time.sleep(1.2)
 c.execute("commit")
-' "$db" 2>"$d/reader.err" &
+' "$d/a.db" 2>"$d/reader.err" &
 	rpid=$!
 	wait "$wpid"
 	wait "$rpid"
+}
+for stage in 1 0; do
+	d=$tmp/c$stage
+	close_beside "$d" ALEX_CLOSE_WAIT_MS=3000 ALEX_STAGE=$stage
 	n=$(cat "$d/acked")
 	t "stage=$stage: the reader said nothing ($(head -c 300 "$d/reader.err"))" [ ! -s "$d/reader.err" ]
-	out=$(sqlite3 "$db" "select count(*) from t" 2>&1)
+	out=$(sqlite3 "$d/a.db" "select count(*) from t" 2>&1)
 	t "stage=$stage: a writer closed beside a reader's transaction: plain SQLite reads all $n rows ($out)" \
 		[ "$out" = "$n" ]
 	# (an empty log may stay beside it: the reader, still open at the
@@ -154,28 +160,11 @@ done
 # waited out: the close says so in one line, and the owner's next open
 # finds every row (the file fenced until then, as after a crash)
 d=$tmp/long
-mkdir -p "$d" && chmod 755 "$d"
-db=$d/a.db
-sqlite3 "$db" "create table t(x integer primary key, v text)" && chmod 644 "$db"
-writer "$db" "$d/acked" 0.5 LINGER=1 ALEX_SYNC=normal 2>"$d/writer.err" &
-wpid=$!
-for _ in $(seq 50); do [ -s "$d/acked" ] && break; sleep 0.1; done
-sleep 0.9
-as_nobody "$py" -c '
-import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
-c.execute("begin")
-c.execute("select count(*) from t").fetchone()
-time.sleep(1.2)
-c.execute("commit")
-' "$db" &
-rpid=$!
-wait "$wpid"
-wait "$rpid"
+close_beside "$d"
 n=$(cat "$d/acked")
 t "a read transaction past the wait: the close says so ($(head -c 300 "$d/writer.err"))" \
 	[ "$(grep -c 'closed with commits in its log while another process held the database' "$d/writer.err")" = 1 ]
-out=$(LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t; pragma integrity_check" 2>&1)
+out=$(LD_PRELOAD=$lib sqlite3 "$d/a.db" "select count(*) from t; pragma integrity_check" 2>&1)
 t "... and the owner's next open has all $n rows ($out)" [ "$out" = "$n"$'\n'"ok" ]
 
 echo "readers: $pass passed, $fail failed"
