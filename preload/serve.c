@@ -174,12 +174,27 @@ static int exclusive_hold(const char *path, int *held)
 	return fd;
 }
 
-/* Would a close that cannot checkpoint leave pages in the log with no
- * other engine that may write the database to checkpoint them? */
+/* Does the close leave pages behind if it cannot checkpoint? */
+static int holds(struct pdb *db)
+{
+	return alex_holds_pages(db->eng) || (db->stg && !alex_stage_idle(db->stg));
+}
+
+/* ... with no other engine that may write the database to checkpoint them? */
 static int strands(struct pdb *db)
 {
-	return (alex_holds_pages(db->eng) || (db->stg && !alex_stage_idle(db->stg))) &&
-	       !alex_other_writers(db->eng);
+	return holds(db) && !alex_other_writers(db->eng);
+}
+
+/* Does another process hold a lock on SQLite's bytes?  One query. */
+static int lock_held(int fd)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	uint64_t t0 = ALEX_TRACE_T0();
+	int r = REAL(fcntl)(fd, F_OFD_GETLK, &l);
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_OFD_GETLK, r, &l);
+	return r == 0 && l.l_type != F_UNLCK;
 }
 
 /*
@@ -202,16 +217,19 @@ static int strands(struct pdb *db)
 void alex_serve_close_wait(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
-	int fd = db->eng && !db->readonly ? alex_db_fd(db->eng) : -1;
-	int want = fd >= 0 && strands(db);
+	int fd = db->eng && !db->readonly && holds(db) ? alex_db_fd(db->eng) : -1;
+	pthread_mutex_unlock(&db->mu);
+	/* the usual last close: one query, nobody in the way */
+	if (fd < 0 || !lock_held(fd))
+		return;
+	pthread_mutex_lock(&db->mu);
+	int want = !alex_other_writers(db->eng);
 	pthread_mutex_unlock(&db->mu);
 	for (unsigned i = 1; want && i <= alex_cfg.close_wait_ms / 2; i++) {
-		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-				   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
-		if (REAL(fcntl)(fd, F_OFD_GETLK, &l) != 0 || l.l_type == F_UNLCK)
-			return;
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
+		if (!lock_held(fd))
+			return;
 		if (i % 10 == 0) { /* a writer that was opening meanwhile */
 			pthread_mutex_lock(&db->mu);
 			want = strands(db);
