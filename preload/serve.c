@@ -151,13 +151,19 @@ int alex_serve_open(struct pdb *db)
 	return 0;
 }
 
+/* A write lock over SQLite's lock bytes: its EXCLUSIVE, and more. */
+static struct flock lock_range(void)
+{
+	return (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			       .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+}
+
 /* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
  * that holds it, or -1 -- *held 1 if another process uses the database,
  * 0 if the file could not be opened. */
 static int exclusive_hold(const char *path, int *held)
 {
-	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	struct flock l = lock_range();
 	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
 
 	*held = 0;
@@ -189,8 +195,7 @@ static int strands(struct pdb *db)
 /* Does another process hold a lock on SQLite's bytes?  One query. */
 static int lock_held(int fd)
 {
-	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	struct flock l = lock_range();
 	uint64_t t0 = ALEX_TRACE_T0();
 	int r = REAL(fcntl)(fd, F_OFD_GETLK, &l);
 	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_OFD_GETLK, r, &l);
@@ -574,6 +579,14 @@ int alex_serve_lock_shared(struct pdb *db)
 	return answer(rc, saved);
 }
 
+/* A reader that may not write the file opens the WAL only where the log
+ * holds nothing of the database: it cannot checkpoint it there. */
+static int ro_wal_check(struct pdb *db)
+{
+	int rc = alex_refresh(db->eng, 1);
+	return !rc && (holds(db) || alex_stale_mark(db->eng)) ? EROFS : rc;
+}
+
 /*
  * WAL mode keeps ALEX's log out of the way (docs/PRELOAD.md): SQLite
  * writes the database file itself, in its WAL checkpoints, and a program
@@ -585,17 +598,6 @@ int alex_serve_lock_shared(struct pdb *db)
  * SQLite holds SHARED here, so no rollback-mode commit can land meanwhile;
  * the log's checkpoint lock keeps out other processes doing the same.
  */
-/* A reader that may not write the file opens the WAL only where the log
- * holds nothing of the database: it cannot checkpoint it there. */
-static int ro_wal_check(struct pdb *db)
-{
-	int rc = alex_refresh(db->eng, 1);
-	if (!rc && (alex_holds_pages(db->eng) || alex_stale_mark(db->eng) ||
-		    (db->stg && !alex_stage_idle(db->stg))))
-		rc = EROFS;
-	return rc;
-}
-
 int alex_serve_wal_open(struct pdb *db)
 {
 	/* SQLite writes the database file and -wal itself in WAL mode: with a
@@ -635,7 +637,7 @@ int alex_serve_wal_open(struct pdb *db)
 	/* WAL mode: others commit while SQLite holds SHARED */
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	int said = db->wal_said;
-	if (rc)
+	if (rc && db->readonly)
 		db->wal_said = 1;
 	pthread_mutex_unlock(&db->mu);
 	if (rc && db->readonly && !said)

@@ -21,13 +21,13 @@
 int alex_serve_open(struct pdb *db);
 /* Where the engines' bytes go: POSIX files, or the test or tracing layer. */
 const struct alex_io *alex_serve_backend(void);
+/* Before the last close of db in the process, with no lock held: waits
+ * (ALEX_CLOSE_WAIT_MS at most) for another process to let go of SQLite's
+ * locks when the close could otherwise leave the log holding pages with no
+ * engine left that may write the database (serve.c). */
+void alex_serve_close_wait(struct pdb *db);
 /* The last reference is gone: commits what SQLite left unsynced,
  * checkpoints if no other process uses the database, closes the engine. */
-/* Before the last close of db in the process, with no lock held: waits
- * (ALEX_CLOSE_WAIT_MS at most) for another process to let go of SQLite's locks when
- * the close could otherwise leave the log holding pages with no engine
- * left that may write the database (serve.c). */
-void alex_serve_close_wait(struct pdb *db);
 void alex_serve_close(struct pdb *db);
 
 enum alex_serve_io {

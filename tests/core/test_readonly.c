@@ -23,11 +23,13 @@ struct snap {
 	int there[NFILES];
 };
 
+/* s: zeroed, or an earlier snapshot, which this one replaces */
 static void take(alex_mem *m, struct snap *s)
 {
 	for (size_t i = 0; i < NFILES; i++) {
 		const uint8_t *p = alex_mem_get(m, files[i], &s->n[i]);
 		s->there[i] = p != NULL;
+		free(s->b[i]);
 		s->b[i] = NULL;
 		if (p) {
 			s->b[i] = malloc(s->n[i] ? s->n[i] : 1);
@@ -97,7 +99,7 @@ Test(readonly, reads_a_writers_log_and_writes_nothing)
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config wc, rc;
 	uint8_t page1[BLK], b[BLK];
-	struct snap s;
+	struct snap s = { 0 };
 
 	alex_db *w = writer_after(m, &io, &wc, page1, 5);
 
@@ -146,7 +148,7 @@ Test(readonly, torn_tail_read_not_repaired)
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config wc, rc;
 	uint8_t page1[BLK];
-	struct snap s;
+	struct snap s = { 0 };
 	size_t len;
 
 	alex_db *w = writer_after(m, &io, &wc, page1, 3);
@@ -186,7 +188,7 @@ Test(readonly, no_log_made)
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config rc;
 	uint8_t page1[BLK];
-	struct snap s;
+	struct snap s = { 0 };
 
 	sqlite_like_file(m, page1);
 	readonly_config(&rc);
