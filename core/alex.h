@@ -99,6 +99,11 @@ struct alex_config {
 					     (O_DIRECT), in 512-byte sectors,
 					     where the file system lets us
 					     (default 1; format.h) */
+	int ckpt_direct;                  /* checkpoints write a block the base
+					     file holds in part by its changed
+					     512-byte sectors, past the page
+					     cache (O_DIRECT), where the file
+					     system lets us (default 1; ckpt.c) */
 	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
 					     database file's writes are encrypted
 					     through (default 64 KiB) */
@@ -116,7 +121,7 @@ struct alex_config {
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,
  * 1 MiB, checkpoint on close, protect the base file, keep the log file,
- * records direct. */
+ * records and checkpoints' sectors direct. */
 void alex_config_default(struct alex_config *cfg);
 
 struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */
@@ -367,7 +372,12 @@ struct alex_stats {
 				      through the page cache), or 0 */
 	uint64_t bytes_raw;        /* 4096 x blocks_logged */
 	uint64_t syncs;            /* fdatasync calls on the log */
-	uint64_t checkpoints, checkpoint_blocks, checkpoint_failures;
+	uint64_t checkpoints, checkpoint_failures;
+	uint64_t checkpoint_blocks;  /* blocks a checkpoint changed in a base file */
+	uint64_t checkpoint_sectors; /* of those, sectors written direct */
+	int ckpt_direct_refused;     /* the errno with which the file system
+					refused a checkpoint's O_DIRECT (then
+					its blocks go through the page cache) */
 	uint64_t log_used;         /* bytes of records in the current epoch */
 	uint64_t mem_buffers;      /* collector slabs, index and record buffer:
 				      bounded by memory_bytes */

@@ -16,6 +16,16 @@
  * A marked file is never cut below its first block before the copy is
  * durable (its mark would go with it): bytes a truncation removed there are
  * written as zeros, and the size is set at the end.
+ *
+ * Only what changed reaches the device.  Each block is compared with the
+ * base's, 512-byte sector by sector: a block the base already holds is
+ * not written, and one with a few sectors changed has just those written
+ * past the page cache (O_DIRECT, ALEX_CKPT_DIRECT), all of them in flight
+ * at once (pwrite_many); a block mostly changed goes through the page
+ * cache whole.  Through the page cache, a 100-byte change of a page costs
+ * 4 KiB of device writes at the next writeback, whatever the log held.
+ * Nothing else changes: until the sync, any subset of the sectors may
+ * have reached the disk, as any subset of buffered blocks may.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +35,7 @@
 #include "db.h"
 #include "dbg.h"
 #include "engine.h"
+#include "io.h"
 #include "io_over.h"
 #include "log.h"
 #include "protect.h"
@@ -70,11 +81,119 @@ static int zero_gap(alex_db *db, unsigned f, uint64_t from, uint64_t to, uint8_t
 	return 0;
 }
 
+#define SECTORS (ALEX_BLOCK / ALEX_SECTOR)
+#define DIRECT_MAX 6u /* changed sectors of a block still written direct */
+#define BATCH 128u    /* sectors queued between two waits (64 KiB) */
+
+/* A checkpoint's direct writes into one base file. */
+struct direct {
+	int dfd;  /* -1: every block goes through the page cache */
+	int fd;   /* the file's own descriptor, should the direct one fail */
+	uint8_t *buf; /* BATCH sectors, aligned for O_DIRECT */
+	struct alex_piece p[BATCH];
+	size_t np, used; /* pieces, and sectors of buf they hold */
+};
+
+/* Writes what is queued and waits for it.  A file system that refuses
+ * writes this small (a disk of 4096-byte sectors), or a kernel that cannot
+ * check its page cache after them (io_many.c), gets the same pieces
+ * through the page cache, and no more direct writes from this engine. */
+static int direct_flush(alex_db *db, struct direct *d)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int err = 0;
+
+	if (!d->np)
+		return 0;
+	if (o->pwrite_many)
+		err = o->pwrite_many(db->io.ctx, d->dfd, d->fd, d->p, d->np);
+	else
+		for (size_t i = 0; i < d->np && !err; i++)
+			err = o->pwrite(db->io.ctx, d->dfd, d->p[i].buf, d->p[i].n, d->p[i].off);
+	if (err == EINVAL || err == EOPNOTSUPP) {
+		db->st.ckpt_direct_refused = err;
+		err = 0;
+		for (size_t i = 0; i < d->np && !err; i++)
+			err = o->pwrite(db->io.ctx, d->fd, d->p[i].buf, d->p[i].n, d->p[i].off);
+	} else if (!err) {
+		db->st.checkpoint_sectors += d->used;
+	}
+	d->np = d->used = 0;
+	return err;
+}
+
+static int direct_queue(alex_db *db, struct direct *d, const uint8_t *sector, uint64_t off)
+{
+	int err;
+
+	if (d->used == BATCH && (err = direct_flush(db, d)))
+		return err;
+	uint8_t *at = d->buf + d->used++ * ALEX_SECTOR;
+	struct alex_piece *last = d->np ? &d->p[d->np - 1] : NULL;
+	memcpy(at, sector, ALEX_SECTOR);
+	if (last && last->off + last->n == off && (const uint8_t *)last->buf + last->n == at)
+		last->n += ALEX_SECTOR;
+	else
+		d->p[d->np++] = (struct alex_piece){ at, ALEX_SECTOR, off };
+	return 0;
+}
+
+/* Writes blocks [from, to) of a run held in buf, first the run's first
+ * block, through the page cache. */
+static int buffered(alex_db *db, unsigned f, const uint8_t *buf, uint64_t first, size_t from,
+		    size_t to)
+{
+	if (from >= to)
+		return 0;
+	db->st.checkpoint_blocks += to - from;
+	return db->io.ops->pwrite(db->io.ctx, db->base_fd[f], buf + from * ALEX_BLOCK,
+				  (to - from) * ALEX_BLOCK, (first + from) << ALEX_BLOCK_SHIFT);
+}
+
+/* Writes a run of blocks, buf, against what the base holds there: blocks
+ * it holds already not at all, blocks with at most DIRECT_MAX sectors
+ * changed by those sectors (queued in d), the rest whole through the page
+ * cache.  keep0: block 0 goes whole (it carries the mark, protect.c). */
+static int write_run(alex_db *db, unsigned f, const uint8_t *buf, uint8_t *old, uint64_t first,
+		     size_t run, int keep0, struct direct *d)
+{
+	size_t got = 0, from = 0;
+	int err;
+
+	if (d->dfd < 0 || db->st.ckpt_direct_refused)
+		return buffered(db, f, buf, first, 0, run);
+	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[f], old, run * ALEX_BLOCK,
+				     first << ALEX_BLOCK_SHIFT, &got)))
+		return err;
+	memset(old + got, 0, run * ALEX_BLOCK - got); /* past the end: zeros */
+	for (size_t b = 0; b < run; b++) {
+		const uint8_t *nb = buf + b * ALEX_BLOCK, *ob = old + b * ALEX_BLOCK;
+		unsigned changed = 0, mask = 0;
+		for (unsigned k = 0; k < SECTORS; k++)
+			if (memcmp(nb + k * ALEX_SECTOR, ob + k * ALEX_SECTOR, ALEX_SECTOR)) {
+				changed++;
+				mask |= 1u << k;
+			}
+		if ((keep0 && first + b == 0) || changed > DIRECT_MAX)
+			continue; /* part of the buffered stretch [from, b] */
+		if ((err = buffered(db, f, buf, first, from, b)))
+			return err;
+		from = b + 1;
+		for (unsigned k = 0; k < SECTORS; k++)
+			if ((mask >> k & 1) &&
+			    (err = direct_queue(db, d, nb + k * ALEX_SECTOR,
+						((first + b) << ALEX_BLOCK_SHIFT) + k * ALEX_SECTOR)))
+				return err;
+		db->st.checkpoint_blocks += changed != 0;
+	}
+	return buffered(db, f, buf, first, from, run);
+}
+
 /* Writes the committed blocks keys[0..n) of file f into its base file, in
  * runs of consecutive blocks.  A marked database's block 0 goes out with
  * the mark: raw's bytes (the slow way), or the fence applied. */
 static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
-		       const uint8_t *raw, int marked)
+		       uint8_t *old, const uint8_t *raw, int marked, struct direct *d)
 {
 	int err;
 
@@ -94,13 +213,36 @@ static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, 
 			else
 				alex_protect_apply(db, buf, ALEX_BLOCK);
 		}
-		if ((err = db->io.ops->pwrite(db->io.ctx, db->base_fd[f], buf, run * ALEX_BLOCK,
-					      first << ALEX_BLOCK_SHIFT)))
+		if ((err = write_run(db, f, buf, old, first, run, f == ALEX_FILE_DB, d)))
 			return err;
-		db->st.checkpoint_blocks += run;
 		i += run;
 	}
-	return 0;
+	return direct_flush(db, d);
+}
+
+/* The direct descriptor for file f's checkpoint, when it pays and the
+ * file system lets us (none for SQLite's journal and WAL, none with a key:
+ * the encrypting layer has no open_direct).  Made once and kept for the
+ * engine's life (free_db): closing it would drop every POSIX lock the
+ * process holds on the database, SQLite's included -- the first version
+ * closed it after each checkpoint, and multiproc.sh lost updates. */
+static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uint8_t *bounce)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int err;
+
+	d->dfd = -1;
+	d->fd = db->base_fd[f];
+	d->buf = bounce;
+	d->np = d->used = 0;
+	if (!bounce || f != ALEX_FILE_DB || !n || !db->cfg.ckpt_direct || !o->open_direct ||
+	    db->st.ckpt_direct_refused)
+		return;
+	if (db->base_dfd < 0 && (err = o->open_direct(db->io.ctx, d->fd, &db->base_dfd))) {
+		db->st.ckpt_direct_refused = err; /* tmpfs: EINVAL */
+		db->base_dfd = -1;
+	}
+	d->dfd = db->base_dfd;
 }
 
 /*
@@ -113,7 +255,7 @@ static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, 
  * this yet (the slow unmark needs the mark's bytes to stay).
  */
 static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
-		     int slow, uint64_t min_size)
+		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	uint64_t phys = 0;
@@ -147,7 +289,10 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 	memset(raw, 0, sizeof raw);
 	if (slow && (err = o->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
 		return err;
-	if ((err = copy_blocks(db, f, keys, n, buf, marked ? (slow ? raw : NULL) : NULL, marked)))
+	struct direct d;
+	direct_open(db, f, n, &d, bounce);
+	if ((err = copy_blocks(db, f, keys, n, buf, old, marked ? (slow ? raw : NULL) : NULL, marked,
+			       &d)))
 		return err;
 	uint64_t size = db->csize[f] > min_size ? db->csize[f] : min_size;
 	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
@@ -264,13 +409,20 @@ static int run_once(alex_db *db)
 	/* A run never holds more blocks than there are keys: a small
 	 * checkpoint's buffer stays small, on the heap, where a 256 KiB one
 	 * would be a fresh mapping each time (page faults, and an munmap
-	 * whose TLB shootdown costs tens of microseconds in a VM) */
-	if (!(keys = sorted_keys(&db->map, &n)) ||
-	    !(buf = aligned_alloc(ALEX_BLOCK, (n < 1 ? 1 : n < RUN_BLOCKS ? n : RUN_BLOCKS) *
-						      (size_t)ALEX_BLOCK))) {
+	 * whose TLB shootdown costs tens of microseconds in a VM).  Direct
+	 * writes want the base's blocks beside it, and a bounce buffer. */
+	if (!(keys = sorted_keys(&db->map, &n))) {
 		err = ALEX_ENOMEM;
 		goto out;
 	}
+	size_t run_bytes = (n < 1 ? 1 : n < RUN_BLOCKS ? n : RUN_BLOCKS) * (size_t)ALEX_BLOCK;
+	int direct = db->cfg.ckpt_direct && db->io.ops->open_direct && !db->st.ckpt_direct_refused;
+	if (!(buf = aligned_alloc(ALEX_BLOCK, direct ? 2 * run_bytes + BATCH * ALEX_SECTOR
+						    : run_bytes))) {
+		err = ALEX_ENOMEM;
+		goto out;
+	}
+	uint8_t *old = direct ? buf + run_bytes : NULL, *bounce = direct ? old + run_bytes : NULL;
 	if ((err = true_block0(db, true_hdr, buf)))
 		goto out;
 	/* A fenced epoch whose page 1 can no longer carry the mark (bytes that
@@ -288,7 +440,8 @@ static int run_once(alex_db *db)
 		size_t start = i;
 		while (i < n && alex_key_file(keys[i]) == f)
 			i++;
-		if ((err = copy_file(db, f, keys + start, i - start, buf, slow && f == ALEX_FILE_DB,
+		if ((err = copy_file(db, f, keys + start, i - start, buf, old, bounce,
+				     slow && f == ALEX_FILE_DB,
 				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0)))
 			goto out;
 	}

@@ -51,6 +51,10 @@ struct alex_db {
 	char *log_path;
 	char *shm_path;           /* the log's change counter (shm.c) */
 	int base_fd[ALEX_NFILES]; /* -1 until needed */
+	int base_dfd;             /* the database file's O_DIRECT descriptor for
+				     checkpoints (ckpt.c), or -1; closed only
+				     with base_fd: closing any descriptor of the
+				     file drops SQLite's POSIX locks on it */
 	int log_fd;
 	int log_pid;              /* the process that opened log_fd (a forked
 				     child shares its lock, so never removes it) */

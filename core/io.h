@@ -41,6 +41,13 @@ enum alex_lock_byte {
 				leaves it to another (alex_other_writers) */
 };
 
+/* One write of many (pwrite_many). */
+struct alex_piece {
+	const void *buf;
+	size_t n;
+	uint64_t off;
+};
+
 struct alex_io_ops {
 	int (*open)(void *ctx, const char *path, int flags, int *fd);
 	int (*close)(void *ctx, int fd);
@@ -87,6 +94,14 @@ struct alex_io_ops {
 	 * the page cache (O_DIRECT): buffers, offsets and lengths multiples
 	 * of 512.  Optional; EINVAL where the file system refuses. */
 	int (*open_direct)(void *ctx, int fd, int *dfd);
+	/* Writes every piece through dfd, a direct descriptor of fd's file,
+	 * in any order and as many at once as the backend can, waits for
+	 * all, and makes fd's page cache show them (the kernel may leave a
+	 * racing reader's stale page: io_many.c): 0 or an errno (EINVAL: the
+	 * file system refuses writes this small; EOPNOTSUPP: nothing was
+	 * written, use the page cache).  Optional for a backend without a
+	 * page cache (memory): the pieces then go one by one through pwrite. */
+	int (*pwrite_many)(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n);
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
 		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
 		       uint32_t *wrote);

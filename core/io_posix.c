@@ -4,6 +4,7 @@
  * libalex.so its own I/O never re-enters the interposed functions.
  */
 #include "io.h"
+#include "io_many.h"
 #include "io_writeout.h"
 
 #include <errno.h>
@@ -65,6 +66,12 @@ static int px_open_direct(void *ctx, int fd, int *dfd)
 	}
 	*dfd = (int)r;
 	return 0;
+}
+
+static int px_pwrite_many(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n)
+{
+	(void)ctx;
+	return alex_io_pwrite_many(dfd, fd, p, n);
 }
 
 static int px_close(void *ctx, int fd)
@@ -388,6 +395,7 @@ static const struct alex_io_ops posix_ops = {
 	.open = px_open,
 	.close = px_close,
 	.open_direct = px_open_direct,
+	.pwrite_many = px_pwrite_many,
 	.pread = px_pread,
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io_many.h"
 #include "io_test.h"
 
 struct undo {
@@ -270,6 +271,18 @@ static int t_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 	return err;
 }
 
+/* Numbered and undone one by one like any write, then the real
+ * backend's check of the page cache (io_many.c). */
+static int t_pwrite_many(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int err = t_pwrite(ctx, dfd, p[i].buf, p[i].n, p[i].off);
+		if (err)
+			return err;
+	}
+	return alex_io_direct_settle(fd, p, n);
+}
+
 static int t_fdatasync(void *ctx, int fd)
 {
 	pthread_mutex_lock(&T.mu);
@@ -428,6 +441,7 @@ static const struct alex_io_ops test_ops = {
 	.open = t_open,
 	.close = t_close,
 	.open_direct = t_open_direct,
+	.pwrite_many = t_pwrite_many,
 	.pread = t_pread,
 	.pwrite = t_pwrite,
 	.fdatasync = t_fdatasync,

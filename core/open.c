@@ -42,6 +42,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->remove_log = 0;
 	cfg->crypt_buffer_bytes = 64u << 10;
 	cfg->direct = 1;
+	cfg->ckpt_direct = 1;
 }
 
 static int config_ok(const struct alex_config *c)
@@ -67,6 +68,8 @@ static void free_db(alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
 
+	if (db->base_dfd >= 0 && db->base_dfd != db->base_fd[ALEX_FILE_DB])
+		o->close(db->io.ctx, db->base_dfd);
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		if (db->base_fd[f] >= 0)
 			o->close(db->io.ctx, db->base_fd[f]);
@@ -165,6 +168,7 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 	db->io = db->io_plain = io ? *io : alex_io_posix;
 	db->log_fd = -1;
 	db->log_dfd = -1;
+	db->base_dfd = -1;
 	for (int f = 0; f < ALEX_NFILES; f++)
 		db->base_fd[f] = -1;
 	if (cfg)

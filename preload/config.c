@@ -280,6 +280,10 @@ static void engine_settings(struct alex_config *e)
 	x = (unsigned long long)e->direct;
 	if (!number("ALEX_DIRECT", 0, 1, &x))
 		e->direct = (int)x;
+	/* a checkpoint's partly changed pages by their sectors (ckpt.c) */
+	x = (unsigned long long)e->ckpt_direct;
+	if (!number("ALEX_CKPT_DIRECT", 0, 1, &x))
+		e->ckpt_direct = (int)x;
 	/* with a key: the database file's writes are encrypted through a
 	 * buffer of this size, one per database, never more (the seed's
 	 * bounded bounce memory) */

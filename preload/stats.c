@@ -34,6 +34,9 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	to->dedup_hits += s->dedup_hits;
 	to->checkpoints += s->checkpoints;
 	to->checkpoint_blocks += s->checkpoint_blocks;
+	to->checkpoint_sectors += s->checkpoint_sectors;
+	if (s->ckpt_direct_refused)
+		to->ckpt_direct_refused = s->ckpt_direct_refused;
 	to->checkpoint_failures += s->checkpoint_failures;
 	to->recovered_commits += s->recovered_commits;
 	to->remote_commits += s->remote_commits;
@@ -85,7 +88,8 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"log_syncs\": %llu, \"bytes_logged\": %llu, \"bytes_raw\": %llu, "
 		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"blocks_gapped\": %llu, "
 		"\"blocks_delta\": %llu, \"dedup_hits\": %llu, "
-		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_failures\": %llu, "
+		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_sectors\": %llu, "
+		"\"ckpt_direct_refused\": %d, \"checkpoint_failures\": %llu, "
 		"\"recovered_commits\": %llu, \"remote_commits\": %llu, "
 		"\"refreshes_skipped\": %llu, \"direct_writes\": %llu, \"direct_refused\": %d}%s",
 		(int)getpid(),
@@ -99,7 +103,8 @@ void alex_stats_write(const struct alex_stats *live)
 		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.blocks_delta),
 		C(e.dedup_hits),
 		C(e.checkpoints),
-		C(e.checkpoint_blocks), C(e.checkpoint_failures), C(e.recovered_commits),
+		C(e.checkpoint_blocks), C(e.checkpoint_sectors), e.ckpt_direct_refused,
+		C(e.checkpoint_failures), C(e.recovered_commits),
 		C(e.remote_commits), C(e.refreshes_skipped), C(e.direct_writes), e.direct_refused, "");
 #ifdef ALEX_TESTING
 	if (alex_cfg.test) { /* the calls a power-cut or fault campaign numbers */

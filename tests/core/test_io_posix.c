@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -297,4 +299,59 @@ Test(io_posix, shm_region_is_written_once_and_never_a_hole)
 	cr_expect_geq(st.st_blocks * 512, 4096, "the hole was filled before the mapping");
 	cr_expect_eq(((uint8_t *)a)[1], 2);
 	o->shm_unmap(ctx, a);
+}
+
+/* pwrite_many through a direct descriptor: 300 scattered sectors (more
+ * than one batch in flight), some of them runs of two, then a fork whose
+ * child writes too (its own AIO context: the parent's is not inherited).
+ * Every byte reads back; where the file system refuses O_DIRECT (tmpfs)
+ * the descriptor is refused and there is nothing to write. */
+static void many(int dfd, int fd, uint8_t *buf, uint8_t seed)
+{
+	struct alex_piece p[300];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < 300; i++) {
+		memset(buf + i * 1024, (uint8_t)(seed + i), 1024);
+		/* every seventh a two-sector run, the others one sector */
+		p[n++] = (struct alex_piece){ buf + i * 1024, i % 7 || i % 8 == 7 ? 512u : 1024u,
+					      (uint64_t)((i * 37) % 400) * 4096 + (i % 8) * 512 };
+	}
+	cr_assert_eq(o->pwrite_many(ctx, dfd, fd, p, n), 0);
+	uint8_t got[1024];
+	for (size_t i = 0; i < n; i++) {
+		size_t g;
+		cr_assert_eq(o->pread(ctx, fd, got, p[i].n, p[i].off, &g), 0);
+		cr_assert_eq(g, p[i].n);
+		cr_assert(memcmp(got, p[i].buf, p[i].n) == 0, "piece %zu", i);
+	}
+}
+
+Test(io_posix, pwrite_many_direct)
+{
+	int fd = mk("many"), dfd;
+	uint8_t *buf = aligned_alloc(4096, 300 * 1024);
+
+	cr_assert_not_null(buf);
+	cr_assert_eq(o->ftruncate(ctx, fd, 400 * 4096), 0);
+	int err = o->open_direct(ctx, fd, &dfd);
+	if (err) {
+		cr_log_warn("O_DIRECT refused here (%s): nothing to write", strerror(err));
+		cr_assert(err == EINVAL || err == EOPNOTSUPP, "open_direct: %s", strerror(err));
+		return;
+	}
+	many(dfd, fd, buf, 1);
+	many(dfd, fd, buf, 2); /* the context again */
+	pid_t pid = fork();
+	if (pid == 0) {
+		many(dfd, fd, buf, 3);
+		_exit(0);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's writes");
+	many(dfd, fd, buf, 4); /* the parent's context still works */
+	o->close(ctx, dfd);
+	o->close(ctx, fd);
+	free(buf);
 }

@@ -1,0 +1,154 @@
+/*
+ * A checkpoint writes only what changed (ckpt.c): a block the base holds
+ * already not at all, a block with a few sectors changed by those sectors
+ * through the direct descriptor, the rest whole.  Checked by the bytes of
+ * the base file afterwards, by the counts, on a file system that refuses
+ * small direct writes, and at a power cut after every write of the copy.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+#define NBLK 10u /* the file after the commit: sqlite_like_file's 8, and 2 */
+
+static uint8_t page1[BLK];
+static uint8_t want[NBLK * BLK];
+
+/* One commit over sqlite_like_file's blocks (0x11): page 1's byte 200;
+ * block 2: bytes [2000, 2100), two sectors; block 3: as it was; block 4:
+ * all new; block 5: seven sectors; block 9, past the end: its first 100
+ * bytes (block 8 stays a hole: zeros).  Its image into want. */
+static void small_changes(alex_db *db)
+{
+	uint8_t b[BLK];
+
+	memset(want, 0, sizeof want);
+	memset(want, 0x11, 8 * BLK);
+	memcpy(want, page1, BLK);
+	want[200] = 0x5a;
+	memset(want + 2 * BLK + 2000, 0x22, 100);
+	memset(want + 4 * BLK, 0x44, BLK);
+	memset(want + 5 * BLK, 0x55, 7 * 512);
+	memset(want + 9 * BLK, 0x99, 100);
+	for (unsigned k = 0; k < NBLK; k++) {
+		if (k == 1 || k == 6 || k == 7 || k == 8)
+			continue;
+		memcpy(b, want + k * BLK, BLK);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, BLK, (uint64_t)k * BLK), 0);
+	}
+	cr_assert_eq(alex_commit(db), 0);
+}
+
+static void base_is(alex_mem *m, const char *what)
+{
+	size_t len;
+	const uint8_t *d = alex_mem_get(m, DB, &len);
+
+	cr_assert_eq(len, sizeof want, "%s: base %zu bytes", what, len);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(d[i], want[i], "%s: base byte %zu is %02x, want %02x", what, i, d[i],
+			     want[i]);
+}
+
+static void run(int direct, const struct alex_io_ops *ops, struct alex_stats *st)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config c;
+
+	if (ops)
+		io.ops = ops;
+	alex_config_default(&c);
+	c.ckpt_direct = direct;
+	sqlite_like_file(m, page1);
+	alex_db *db = open_engine(&c, &io);
+	small_changes(db);
+	cr_assert_eq(alex_checkpoint(db), 0);
+	alex_stats(db, st);
+	base_is(m, direct ? "direct" : "buffered");
+	alex_close(db);
+	alex_mem_free(m);
+}
+
+Test(ckpt_sectors, only_the_changed_sectors)
+{
+	struct alex_stats st;
+
+	run(1, NULL, &st);
+	/* block 2's two sectors and block 9's one; blocks 0 (the mark), 4 and
+	 * 5 whole; block 3 not at all */
+	cr_expect_eq(st.checkpoint_sectors, 3, "sectors %lu", (unsigned long)st.checkpoint_sectors);
+	cr_expect_eq(st.checkpoint_blocks, 5, "blocks %lu", (unsigned long)st.checkpoint_blocks);
+	cr_expect_eq(st.ckpt_direct_refused, 0);
+}
+
+Test(ckpt_sectors, off_writes_whole_blocks)
+{
+	struct alex_stats st;
+
+	run(0, NULL, &st);
+	cr_expect_eq(st.checkpoint_sectors, 0);
+	cr_expect_eq(st.checkpoint_blocks, 6, "blocks %lu", (unsigned long)st.checkpoint_blocks);
+}
+
+static int refuse(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n)
+{
+	(void)ctx, (void)dfd, (void)fd, (void)p, (void)n;
+	return EINVAL; /* a disk of 4096-byte sectors */
+}
+
+Test(ckpt_sectors, refused_goes_through_the_page_cache)
+{
+	alex_mem *probe = alex_mem_new();
+	static struct alex_io_ops ops;
+	struct alex_stats st;
+
+	ops = *alex_mem_io(probe).ops;
+	ops.pwrite_many = refuse;
+	run(1, &ops, &st);
+	alex_mem_free(probe);
+	cr_expect_eq(st.ckpt_direct_refused, EINVAL);
+	cr_expect_eq(st.checkpoint_sectors, 0);
+}
+
+/* A power cut after every write of the checkpoint, each keeping any
+ * subset of the unsynced sectors: the database reads as committed. */
+Test(ckpt_sectors, power_cut_in_the_copy)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config c;
+	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
+	uint8_t b[BLK];
+	size_t got;
+
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	sqlite_like_file(m, page1);
+	alex_db *db = open_engine(&c, &io);
+	small_changes(db);
+	cr_assert_eq(alex_sync(db), 0);
+	alex_mem_on_op(m, cut_every_io, &cuts);
+	cr_assert_eq(alex_checkpoint(db), 0);
+	alex_mem_on_op(m, NULL, NULL);
+	alex_close(db);
+	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
+	for (size_t i = 0; i < cuts.n; i++) {
+		struct alex_io iio = alex_mem_io(cuts.img[i]);
+		alex_db *r = open_engine(&c, &iio);
+		for (unsigned k = 1; k < NBLK; k++) {
+			cr_assert_eq(alex_read(r, ALEX_FILE_DB, b, BLK, (uint64_t)k * BLK, &got), 0);
+			cr_assert_eq(got, BLK, "image %zu block %u: %zu bytes", i, k, got);
+			cr_assert(memcmp(b, want + k * BLK, BLK) == 0, "image %zu: block %u", i, k);
+		}
+		cr_assert_eq(alex_read(r, ALEX_FILE_DB, b, BLK, 0, &got), 0);
+		cr_assert_eq(b[200], 0x5a, "image %zu: page 1", i);
+		alex_close(r);
+		alex_mem_free(cuts.img[i]);
+	}
+	free(cuts.img);
+	alex_mem_free(m);
+}
