@@ -51,6 +51,9 @@ struct alex_db {
 	char *log_path;
 	char *shm_path;           /* the log's change counter (shm.c) */
 	int base_fd[ALEX_NFILES]; /* -1 until needed */
+	int ckpt_doubt;           /* a checkpoint's copy failed: the page cache
+				     may show bytes the disk lacks, so the next
+				     copies all, compared with nothing (ckpt.c) */
 	int base_dfd;             /* the database file's O_DIRECT descriptor for
 				     checkpoints (ckpt.c), or -1; closed only
 				     with base_fd: closing any descriptor of the

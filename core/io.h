@@ -102,6 +102,9 @@ struct alex_io_ops {
 	 * written, use the page cache).  Optional for a backend without a
 	 * page cache (memory): the pieces then go one by one through pwrite. */
 	int (*pwrite_many)(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n);
+	/* Drops fd's file's clean pages from the page cache: after a failed
+	 * write-back they may show bytes the disk lacks.  Optional. */
+	void (*forget)(void *ctx, int fd);
 	int (*shm_map)(void *ctx, const char *path, const struct alex_finfo *like,
 		       int (*init)(void *region, void *arg, int may_change), void *arg, void **region,
 		       uint32_t *wrote);

@@ -59,8 +59,11 @@ static int px_open_direct(void *ctx, int fd, int *dfd)
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return errno == ENOENT ? EOPNOTSUPP : errno; /* no /proc */
-	if (syscall(SYS_fstat, fd, &a) < 0 || syscall(SYS_fstat, (int)r, &b) < 0 ||
-	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+	/* closed only when known to be another file: closing a descriptor
+	 * of the database would drop SQLite's POSIX locks on it (a stat
+	 * that fails cannot tell; the descriptor is then kept and used) */
+	if (syscall(SYS_fstat, fd, &a) == 0 && syscall(SYS_fstat, (int)r, &b) == 0 &&
+	    (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
 		syscall(SYS_close, (int)r);
 		return EOPNOTSUPP;
 	}
@@ -72,6 +75,12 @@ static int px_pwrite_many(void *ctx, int dfd, int fd, const struct alex_piece *p
 {
 	(void)ctx;
 	return alex_io_pwrite_many(dfd, fd, p, n);
+}
+
+static void px_forget(void *ctx, int fd)
+{
+	(void)ctx;
+	syscall(SYS_fadvise64, fd, (off_t)0, (off_t)0, POSIX_FADV_DONTNEED);
 }
 
 static int px_close(void *ctx, int fd)
@@ -396,6 +405,7 @@ static const struct alex_io_ops posix_ops = {
 	.close = px_close,
 	.open_direct = px_open_direct,
 	.pwrite_many = px_pwrite_many,
+	.forget = px_forget,
 	.pread = px_pread,
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,

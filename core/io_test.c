@@ -283,6 +283,12 @@ static int t_pwrite_many(void *ctx, int dfd, int fd, const struct alex_piece *p,
 	return alex_io_direct_settle(fd, p, n);
 }
 
+static void t_forget(void *ctx, int fd)
+{
+	if (P()->forget)
+		P()->forget(ctx, fd);
+}
+
 static int t_fdatasync(void *ctx, int fd)
 {
 	pthread_mutex_lock(&T.mu);
@@ -442,6 +448,7 @@ static const struct alex_io_ops test_ops = {
 	.close = t_close,
 	.open_direct = t_open_direct,
 	.pwrite_many = t_pwrite_many,
+	.forget = t_forget,
 	.pread = t_pread,
 	.pwrite = t_pwrite,
 	.fdatasync = t_fdatasync,
