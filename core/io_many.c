@@ -57,7 +57,7 @@ struct cs_counts {
 	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 
-static int one(int fd, const void *buf, size_t n, uint64_t off)
+int alex_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
 {
 	size_t done = 0;
 
@@ -197,7 +197,7 @@ static int chunk(struct ring *r, int dfd, const struct alex_piece *p, unsigned k
 		res[j] = -1;
 	for (unsigned j = 0; j < k; j++) {
 		if (res[j] == -1)
-			res[j] = one(dfd, p[j].buf, p[j].n, p[j].off);
+			res[j] = alex_io_pwrite_all(dfd, p[j].buf, p[j].n, p[j].off);
 		if (res[j])
 			return res[j];
 	}
@@ -225,7 +225,7 @@ static int settle_sector(int fd, const uint8_t *want, uint64_t off)
 	}
 	/* still stale: through the page cache, whose write then goes out
 	 * whole with the sync that follows */
-	return one(fd, want, sizeof got, off);
+	return alex_io_pwrite_all(fd, want, sizeof got, off);
 }
 
 int alex_io_direct_settle(int fd, const struct alex_piece *p, size_t n)

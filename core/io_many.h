@@ -4,7 +4,13 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 struct alex_piece;
+
+/* pwrite(2) until all of it is written: 0, errno, or ENOSPC for a write
+ * that wrote nothing (io_posix.c's pwrite too). */
+int alex_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
 
 /* Writes every piece through dfd (opened O_DIRECT), all of them in flight
  * together where the kernel allows, waits for them all, and makes the page

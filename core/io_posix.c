@@ -113,22 +113,8 @@ static int px_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off, size_t
 
 static int px_pwrite(void *ctx, int fd, const void *buf, size_t n, uint64_t off)
 {
-	size_t done = 0;
-
 	(void)ctx;
-	while (done < n) {
-		long r = syscall(SYS_pwrite64, fd, (const char *)buf + done, n - done,
-				 (off_t)(off + done));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno;
-		}
-		if (r == 0)
-			return ENOSPC;
-		done += (size_t)r;
-	}
-	return 0;
+	return alex_io_pwrite_all(fd, buf, n, off);
 }
 
 static int px_fdatasync(void *ctx, int fd)
