@@ -95,6 +95,16 @@ struct direct {
 	size_t np, used; /* pieces, and sectors of buf they hold */
 };
 
+/* The queued pieces one by one through descriptor fd. */
+static int plain(alex_db *db, int fd, const struct direct *d)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < d->np && !err; i++)
+		err = db->io.ops->pwrite(db->io.ctx, fd, d->p[i].buf, d->p[i].n, d->p[i].off);
+	return err;
+}
+
 /* Writes what is queued and waits for it.  A file system that refuses
  * writes this small (a disk of 4096-byte sectors), or a kernel that cannot
  * check its page cache after them (io_many.c), gets the same pieces
@@ -102,7 +112,7 @@ struct direct {
 static int direct_flush(alex_db *db, struct direct *d)
 {
 	const struct alex_io_ops *o = db->io.ops;
-	int err = 0;
+	int err;
 
 	if (!d->np)
 		return 0;
@@ -110,23 +120,17 @@ static int direct_flush(alex_db *db, struct direct *d)
 		/* a short process's close: waiting for the device here, and
 		 * for a ring, cost more time (8 % of a one-row sqlite3 run)
 		 * than the bytes are worth (7 % of its device bytes) */
-		for (size_t i = 0; i < d->np && !err; i++)
-			err = o->pwrite(db->io.ctx, d->fd, d->p[i].buf, d->p[i].n, d->p[i].off);
-		d->np = d->used = 0;
-		return err;
-	}
-	if (o->pwrite_many)
-		err = o->pwrite_many(db->io.ctx, d->dfd, d->fd, d->p, d->np);
-	else
-		for (size_t i = 0; i < d->np && !err; i++)
-			err = o->pwrite(db->io.ctx, d->dfd, d->p[i].buf, d->p[i].n, d->p[i].off);
-	if (err == EINVAL || err == EOPNOTSUPP) {
-		db->st.ckpt_direct_refused = err;
-		err = 0;
-		for (size_t i = 0; i < d->np && !err; i++)
-			err = o->pwrite(db->io.ctx, d->fd, d->p[i].buf, d->p[i].n, d->p[i].off);
-	} else if (!err) {
-		db->st.checkpoint_sectors += d->used;
+		err = plain(db, d->fd, d);
+	} else {
+		err = o->pwrite_many ? o->pwrite_many(db->io.ctx, d->dfd, d->fd, d->p, d->np)
+				     : plain(db, d->dfd, d);
+		if (err == EINVAL || err == EOPNOTSUPP) {
+			db->st.ckpt_direct_refused = err;
+			d->dfd = -1; /* the rest of this checkpoint too */
+			err = plain(db, d->fd, d);
+		} else if (!err) {
+			db->st.checkpoint_sectors += d->used;
+		}
 	}
 	d->np = d->used = 0;
 	return err;
@@ -170,7 +174,7 @@ static int write_run(alex_db *db, unsigned f, const uint8_t *buf, uint8_t *old, 
 	size_t got = 0, from = 0;
 	int err;
 
-	if (d->dfd < 0 || db->st.ckpt_direct_refused || db->ckpt_doubt)
+	if (d->dfd < 0)
 		return buffered(db, f, buf, first, 0, run);
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[f], old, run * ALEX_BLOCK,
 				     first << ALEX_BLOCK_SHIFT, &got)))
@@ -230,6 +234,15 @@ static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, 
 	return direct_flush(db, d);
 }
 
+/* Whether this checkpoint may write sectors direct: asked for, possible
+ * here, not refused before, and no failed copy since the last good one
+ * (run_once: the page cache may show bytes the disk lacks). */
+static int direct_allowed(const alex_db *db)
+{
+	return db->cfg.ckpt_direct && db->io.ops->open_direct && !db->st.ckpt_direct_refused &&
+	       !db->ckpt_doubt;
+}
+
 /* The direct descriptor for file f's checkpoint, when it pays and the
  * file system lets us (none for SQLite's journal and WAL, none with a key:
  * the encrypting layer has no open_direct).  Made once and kept for the
@@ -238,18 +251,16 @@ static int copy_blocks(alex_db *db, unsigned f, const uint64_t *keys, size_t n, 
  * closed it after each checkpoint, and multiproc.sh lost updates. */
 static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uint8_t *bounce)
 {
-	const struct alex_io_ops *o = db->io.ops;
 	int err;
 
 	d->dfd = -1;
 	d->fd = db->base_fd[f];
 	d->buf = bounce;
 	d->np = d->used = 0;
-	if (!bounce || f != ALEX_FILE_DB || !n || !db->cfg.ckpt_direct || !o->open_direct ||
-	    db->st.ckpt_direct_refused)
+	if (!bounce || f != ALEX_FILE_DB || !n || !direct_allowed(db))
 		return;
-	if (db->base_dfd < 0 && (err = o->open_direct(db->io.ctx, d->fd, &db->base_dfd))) {
-		db->st.ckpt_direct_refused = err; /* tmpfs: EINVAL */
+	if (db->base_dfd < 0 && (err = db->io.ops->open_direct(db->io.ctx, d->fd, &db->base_dfd))) {
+		db->st.ckpt_direct_refused = err; /* tmpfs before Linux 6.6: EINVAL */
 		db->base_dfd = -1;
 	}
 	d->dfd = db->base_dfd;
@@ -426,7 +437,7 @@ static int run_once(alex_db *db)
 		goto out;
 	}
 	size_t run_bytes = (n < 1 ? 1 : n < RUN_BLOCKS ? n : RUN_BLOCKS) * (size_t)ALEX_BLOCK;
-	int direct = db->cfg.ckpt_direct && db->io.ops->open_direct && !db->st.ckpt_direct_refused;
+	int direct = direct_allowed(db);
 	if (!(buf = aligned_alloc(ALEX_BLOCK, direct ? 2 * run_bytes + BATCH * ALEX_SECTOR
 						    : run_bytes))) {
 		err = ALEX_ENOMEM;

@@ -3,7 +3,6 @@
 #define ALEX_IO_MANY_H
 
 #include <stddef.h>
-
 #include <stdint.h>
 
 struct alex_piece;
