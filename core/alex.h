@@ -113,6 +113,10 @@ struct alex_config {
 					     no checkpoint, recovery that writes
 					     nothing; a commit fails with EROFS
 					     (default 0) */
+	int base_deltas;                  /* a block no record of the epoch
+					     holds may be logged as its changes
+					     to the database file's block
+					     (format 9; default 1; format.h) */
 	const char *log_suffix;           /* the log is "<db_path><log_suffix>",
 					     its change counter that and "-shm":
 					     NULL for "-alex"; a staging engine
@@ -121,7 +125,7 @@ struct alex_config {
 
 /* Fills *cfg with the defaults: FULL, AUTO, 10 %, 16 MiB, 1 MiB, 64 MiB, 100 ms,
  * 1 MiB, checkpoint on close, protect the base file, keep the log file,
- * records and checkpoints' sectors direct. */
+ * records and checkpoints' sectors direct, deltas of the database file. */
 void alex_config_default(struct alex_config *cfg);
 
 struct alex_io; /* core/io.h: where the bytes go (POSIX files or memory) */
@@ -364,6 +368,7 @@ struct alex_stats {
 	uint64_t blocks_logged, blocks_compressed; /* compressed: by LZ4 */
 	uint64_t blocks_gapped;    /* stored without their zero gap (GAP) */
 	uint64_t blocks_delta;     /* stored as changes to an earlier version (DELTA) */
+	uint64_t blocks_delta_base; /* ... of them, to the database file's (format 9) */
 	uint64_t dedup_hits;       /* writes that replaced a block already pending */
 	uint64_t bytes_logged;     /* record bytes appended to the log */
 	uint64_t direct_writes;    /* records written past the page cache */

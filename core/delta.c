@@ -64,6 +64,27 @@ uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct al
 	}
 }
 
+/* prev in the log: a block of any codec, as long as its kind allows */
+static int prev_ok(const struct alex_loc *prev, uint32_t depth)
+{
+	if (prev->flags != 0 && prev->flags != ALEX_BLK_LZ4 && prev->flags != ALEX_BLK_GAP &&
+	    prev->flags != ALEX_BLK_DELTA)
+		return 0;
+	if (prev->len == 0 || prev->len > ALEX_BLOCK || (!prev->flags && prev->len != ALEX_BLOCK) ||
+	    (prev->flags == ALEX_BLK_DELTA && prev->len > ALEX_DELTA_MAX) ||
+	    prev->off > ALEX_MAX_FILE)
+		return 0;
+	return depth >= 1 && depth <= ALEX_DELTA_DEPTH &&
+	       (depth == 1) == (prev->flags != ALEX_BLK_DELTA);
+}
+
+/* the database file's block (format 9): past block 0, whole, no crc */
+static int root_ok(const struct alex_loc *prev, uint32_t depth)
+{
+	return prev->len == ALEX_BLOCK && !prev->crc && depth == 1 && prev->off &&
+	       prev->off % ALEX_BLOCK == 0 && prev->off < ALEX_MAX_FILE;
+}
+
 int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uint32_t *depth)
 {
 	if (len < ALEX_DELTA_HDR || len > ALEX_DELTA_MAX)
@@ -74,15 +95,8 @@ int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uin
 	prev->crc = alex_get32(in + 12);
 	prev->flags = in[16];
 	*depth = alex_delta_depth(in);
-	if (prev->flags != 0 && prev->flags != ALEX_BLK_LZ4 && prev->flags != ALEX_BLK_GAP &&
-	    prev->flags != ALEX_BLK_DELTA)
-		return 0;
-	if (prev->len == 0 || prev->len > ALEX_BLOCK || (!prev->flags && prev->len != ALEX_BLOCK) ||
-	    (prev->flags == ALEX_BLK_DELTA && prev->len > ALEX_DELTA_MAX) ||
-	    prev->off > ALEX_MAX_FILE || in[18] || in[19])
-		return 0;
-	if (*depth < 1 || *depth > ALEX_DELTA_DEPTH ||
-	    (*depth == 1) != (prev->flags != ALEX_BLK_DELTA))
+	if (in[18] || in[19] || !(prev->flags == ALEX_DELTA_BASE ? root_ok(prev, *depth)
+								 : prev_ok(prev, *depth)))
 		return 0;
 	uint32_t pos = ALEX_DELTA_HDR, end = 0;
 	while (pos < len) {
@@ -117,6 +131,14 @@ int alex_delta_load(const struct alex_delta_src *src, const struct alex_loc *loc
 	if (depth)
 		*depth = 0;
 	for (;;) {
+		if (alex_loc_codec(&cur) == ALEX_DELTA_BASE) {
+			/* only ever a delta's prev (n > 0): a map never holds one */
+			if (!n || !src->base)
+				return ALEX_EBADBLOCK;
+			if ((err = src->base(src->ctx, &cur, blk)))
+				return err;
+			break;
+		}
 		if (n && src->known && (img = src->known(src->ctx, &cur))) {
 			memcpy(blk, img, ALEX_BLOCK);
 			break;
@@ -133,7 +155,7 @@ int alex_delta_load(const struct alex_delta_src *src, const struct alex_loc *loc
 			return err;
 		/* each step goes back in the log: the walk ends */
 		if (!alex_delta_check(in, cur.len, &prev, &d) || (n && d != want) ||
-		    prev.off + prev.len > cur.off)
+		    (alex_loc_codec(&prev) != ALEX_DELTA_BASE && prev.off + prev.len > cur.off))
 			return ALEX_EBADBLOCK;
 		if (!n && depth)
 			*depth = d;

@@ -1,6 +1,7 @@
 /*
  * delta.h - DELTA blocks (format.h, format 7): a block stored as the byte
- * runs that changed since an earlier version of it in the same log.  Pure:
+ * runs that changed since an earlier version of it in the same log, or
+ * (format 9) since the database file's own block.  Pure:
  * no I/O and no allocation; the reader of the log is passed in, so that
  * the engine, the inspector and the fuzzer share one walk of a chain.
  */
@@ -22,7 +23,9 @@ uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct al
 			 uint32_t depth, uint8_t *out);
 
 /* Are in's len bytes a well-formed delta?  Fills its prev (codec, place,
- * length, crc; epoch and transaction left 0) and depth. */
+ * length, crc; epoch and transaction left 0) and depth.  A root in the
+ * database file (ALEX_DELTA_BASE) passes here in any version; whether the
+ * record's version and block allow it is the record's check (record.c). */
 int alex_delta_check(const uint8_t *in, uint32_t len, struct alex_loc *prev, uint32_t *depth);
 
 /* The depth a well-formed delta's stored bytes say (format.h). */
@@ -43,11 +46,15 @@ struct alex_delta_src {
 	/* the content at l when it is known without reading (may be NULL) */
 	const uint8_t *(*known)(void *ctx, const struct alex_loc *l);
 	uint8_t *chain; /* ALEX_DELTA_DEPTH * ALEX_DELTA_MAX bytes */
+	/* the database file's block at root->off, for a chain rooted there
+	 * (format 9): 0 or ALEX_E*; NULL takes such a chain for damage */
+	int (*base)(void *ctx, const struct alex_loc *root, uint8_t *blk);
 };
 
 /*
  * The content of the block at loc, any codec: the chain is walked back to
- * a whole block (or a known one) and its deltas put on it in order.  A
+ * a whole block (or a known one, or its root in the database file) and
+ * its deltas put on it in order.  A
  * chain that is longer than ALEX_DELTA_DEPTH, goes forward in the log, or
  * whose depths disagree is damage: ALEX_EBADBLOCK.  *depth (may be NULL)
  * gets loc's depth, 0 for a whole block.

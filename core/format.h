@@ -10,7 +10,7 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_NEW (7; formats 1 to 6 are read too).
+ *     8   4  version    ALEX_FORMAT_NEW (9; formats 1 to 8 are read too).
  *                       GAP blocks are written only in a log of version 3
  *                       or later; a reader that knows only 2 refuses such a
  *                       log whole (below) instead of taking its records for
@@ -28,7 +28,10 @@
  *                       sectors (below): a reader that knows only 4 or 5
  *                       would take a record of 1536 bytes for damage.
  *                       Version 7 is version 6 with DELTA blocks (below):
- *                       a reader that knows only 6 would take one for damage
+ *                       a reader that knows only 6 would take one for damage.
+ *                       Version 8 may say STAGED (flags); version 9 is 8
+ *                       with DELTA blocks rooted at the database file
+ *                       (below), which a reader of 8 would take for damage
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
  *                       bit 1 FENCED: the database file was marked with this
  *                       epoch's fence before its first COMMIT record; the
@@ -151,7 +154,8 @@
  *                       prev_len is at most this block's own offset
  *     8   4  prev_len   prev's stored_len
  *    12   4  prev_crc   prev's crc: prev is read and checked as any block
- *    16   1  prev_flags prev's flags (raw, LZ4, GAP or DELTA)
+ *    16   1  prev_flags prev's flags (raw, LZ4, GAP or DELTA), or BASE
+ *                       (format 9, below)
  *    17   1  depth      1..16: deltas from here to a whole block; 1 exactly
  *                       when prev is not a DELTA, else prev's depth + 1
  *    18   2  reserved   0
@@ -166,6 +170,29 @@
  * prevs too; a committed record's place is never written again in its
  * epoch (an uncommitted tail's, an aborted group's, a failed write's may
  * be, and none of those is ever a prev).
+ *
+ * Deltas of the database file (format 9): a block of the database file
+ * that no record of the epoch holds may be stored as a DELTA whose prev is
+ * the file's own block -- prev_flags BASE (8), prev_off the block's offset
+ * in the database file, prev_len 4096, prev_crc 0, depth 1.  A random
+ * update of a large database changes a hundred bytes of a page no record
+ * holds; that page whole, even LZ4'd, is some 400 bytes of log.  Only
+ * blocks of the database file, never block 0 (its first bytes carry the
+ * fence, protect.c), and only below every truncation of the epoch so far:
+ * a block cut off later is dropped from the map with its chain, and one
+ * that grows back is stored whole.
+ *
+ * The root is read when the block is, not when the delta was made.  It is
+ * the same bytes: nothing writes the database file during an epoch but
+ * the checkpoint that ends it, and that writes each block's last version,
+ * which is the root with the runs of its chain put on it.  A byte outside
+ * every run of the chain has the same value in the root, in every version
+ * and in any mix of them that a cut checkpoint leaves, sector by sector or
+ * byte by byte (SQLite's own assumption: a sector write cut by a power
+ * loss leaves old or new bytes, not others); replaying the chain writes
+ * every byte inside the runs.  So the block reads the same before,
+ * during and after its checkpoint, and after a cut one recovery copies it
+ * again the same.  The root has no crc, as the database file has none.
  *
  * Validity: a record is accepted only if every rule holds -- magic, hdr_crc,
  * lengths within bounds and the file, epoch, lsn and prev_crc continuity,
@@ -191,7 +218,9 @@
 #define ALEX_FORMAT_V7 7u     /* version 6 with DELTA blocks */
 #define ALEX_FORMAT_V8 8u     /* version 7's layout; may say STAGED (below), and
 				 keeps out every reader that cannot honour it */
-#define ALEX_FORMAT_NEW ALEX_FORMAT_V8 /* what a new log without a key is made with */
+#define ALEX_FORMAT_V9 9u     /* version 8 with DELTA blocks rooted at the
+				 database file (below) */
+#define ALEX_FORMAT_NEW ALEX_FORMAT_V9 /* what a new log without a key is made with */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
@@ -205,7 +234,7 @@
 #define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
 #define ALEX_HDR_XTS 4u       /* header flag, format 5 only: blocks' stored bytes
 				 and the base copy are encrypted (log_xts.c) */
-#define ALEX_HDR_STAGED 8u    /* header flag, format 8 only: a staging log
+#define ALEX_HDR_STAGED 8u    /* header flag, formats 8 and 9: a staging log
 				 (<db>-alex-stage, io_over.h) may hold commits
 				 this log lacks; every writer goes through it */
 #define ALEX_BASE_HDR 100u    /* bytes of the database header copied */
@@ -231,6 +260,8 @@
 #define ALEX_DELTA_RUN 4u     /* a run's off and len */
 #define ALEX_DELTA_DEPTH 16u  /* longest chain of deltas */
 #define ALEX_DELTA_MAX 1024u  /* most stored bytes of a DELTA block */
+#define ALEX_DELTA_BASE 8u    /* prev_flags (format 9): prev is the database
+				 file's block, not a place in the log */
 #define ALEX_NO_TRUNC UINT64_MAX
 /* No logical file may be larger (SQLite's own limit is just below it). */
 #define ALEX_MAX_FILE (1ull << 48)
@@ -315,7 +346,19 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
 /* Version 7's layout: records on sectors, DELTA blocks. */
 static inline int alex_format_deltas(uint32_t v)
 {
-	return v == ALEX_FORMAT_V7 || v == ALEX_FORMAT_V8;
+	return v == ALEX_FORMAT_V7 || v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9;
+}
+
+/* Version 8's layout, which may say STAGED. */
+static inline int alex_format_staged(uint32_t v)
+{
+	return v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9;
+}
+
+/* Version 9: DELTA blocks may be rooted at the database file. */
+static inline int alex_format_base_deltas(uint32_t v)
+{
+	return v == ALEX_FORMAT_V9;
 }
 
 static inline uint32_t alex_loghdr_next_version(uint32_t v)

@@ -103,6 +103,9 @@ static int push_rec(struct alex_logmap *lm, const uint8_t *buf, const struct ale
 		x->lz4 += e.flags == ALEX_BLK_LZ4;
 		x->gap += e.flags == ALEX_BLK_GAP;
 		x->delta += e.flags == ALEX_BLK_DELTA;
+		/* a checked record's delta says its root at byte 16 */
+		x->delta_base += e.flags == ALEX_BLK_DELTA &&
+				 buf[pos - off + 16] == ALEX_DELTA_BASE;
 		pos += e.stored_len;
 	}
 	lm->nrec++;
@@ -302,7 +305,7 @@ static int whole_at(void *ctx, const struct alex_loc *l, uint8_t *blk)
 static void read_page1(struct rd *r, struct alex_logmap *lm)
 {
 	const struct alex_loc *l = lm->nblk ? &lm->blk[0].loc : NULL;
-	struct alex_delta_src src = { &r->fd, stored_at, whole_at, NULL, NULL };
+	struct alex_delta_src src = { &r->fd, stored_at, whole_at, NULL, NULL, NULL }; /* page 1 has no root in the file */
 	uint8_t blk[ALEX_BLOCK];
 
 	if (!l || lm->blk[0].key != alex_key(ALEX_FILE_DB, 0) ||

@@ -39,6 +39,7 @@ struct alex_lm_rec {
 	uint64_t off, lsn, txn;
 	uint32_t rec_len, hdr_len, nblocks, flags; /* flags: ALEX_REC_* */
 	uint32_t lz4, gap, delta; /* blocks stored by LZ4, without their gap, as deltas */
+	uint32_t delta_base;      /* ... of the deltas, rooted at the database file */
 	uint64_t stored;         /* payload: the blocks as stored */
 	uint64_t live;           /* of the payload, what the map points at */
 	uint64_t size[ALEX_NFILES], trunc[ALEX_NFILES];

@@ -347,4 +347,5 @@ void alex_config_over(struct alex_config *cfg)
 	cfg->db_only = 1;
 	cfg->direct = 0;
 	cfg->remove_log = 0;
+	cfg->base_deltas = 0; /* its base is the engine below: a read is a lookup there */
 }

@@ -148,6 +148,12 @@ static void direct_close(struct alex_db *db)
 	db->log_direct = 0;
 }
 
+/* What a log of format v says when it goes STAGED: 8, or 9 kept. */
+static uint32_t staged_version(uint32_t v)
+{
+	return alex_format_staged(v) ? v : ALEX_FORMAT_V8;
+}
+
 static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_t data_off)
 {
 	db->hdr.version = alex_loghdr_next_version(db->hdr.version); /* format.h */
@@ -482,7 +488,7 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	 * ckpt.c) says STAGED from its first header, as the one before did:
 	 * every writer still goes through the staging log */
 	if (db->above_holds && alex_format_deltas(db->hdr.version)) {
-		db->hdr.version = ALEX_FORMAT_V8;
+		db->hdr.version = staged_version(db->hdr.version);
 		db->hdr.flags |= ALEX_HDR_STAGED;
 	}
 	DBGS(db, "begin_epoch", "");
@@ -576,11 +582,12 @@ int alex_log_mark_staged(struct alex_db *db)
 		return ALEX_EVERSION;
 	if (db->log_fd < 0 || db->log_stub || !db->epoch_live)
 		return ALEX_EINVAL;
-	if ((db->hdr_disk.flags & ALEX_HDR_STAGED) && db->hdr_disk.version == ALEX_FORMAT_V8 &&
+	uint32_t v = staged_version(db->hdr.version);
+	if ((db->hdr_disk.flags & ALEX_HDR_STAGED) && db->hdr_disk.version == v &&
 	    memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) == 0)
 		return 0;
-	int raise = db->hdr_disk.version != ALEX_FORMAT_V8;
-	db->hdr.version = ALEX_FORMAT_V8;
+	int raise = db->hdr_disk.version != v;
+	db->hdr.version = v;
 	db->hdr.flags |= ALEX_HDR_STAGED;
 	if ((err = alex_log_write_header(db)))
 		return err;
@@ -674,6 +681,22 @@ static int read_stored(void *ctx, const struct alex_loc *loc, uint8_t *buf)
 	return alex_log_sealed(ctx) ? ALEX_EBADBLOCK : read_checked(ctx, loc, buf);
 }
 
+/* A chain's root in the database file (format 9): the block as the file
+ * holds it now, zeros past its end.  Any version of the block the file
+ * may hold is right outside the chain's runs (format.h). */
+static int read_base(void *ctx, const struct alex_loc *root, uint8_t *blk)
+{
+	struct alex_db *db = ctx;
+	int fd = db->base_fd[ALEX_FILE_DB];
+	size_t got = 0;
+	int err;
+
+	if (fd >= 0 && (err = db->io.ops->pread(db->io.ctx, fd, blk, ALEX_BLOCK, root->off, &got)))
+		return err;
+	memset(blk + got, 0, ALEX_BLOCK - got);
+	return 0;
+}
+
 static const uint8_t *known_at(void *ctx, const struct alex_loc *loc)
 {
 	return alex_known_get(ctx, loc, NULL);
@@ -695,7 +718,7 @@ static int read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *b
 		err = read_whole(db, loc, blk);
 	} else {
 		struct alex_delta_src src = { db, read_stored, read_whole, known_at,
-					      alex_known_chain(db) };
+					      alex_known_chain(db), read_base };
 		err = src.chain ? alex_delta_load(&src, loc, blk, &depth) : ALEX_ENOMEM;
 	}
 	if (!err && keep && alex_known_wanted(db))

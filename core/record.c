@@ -66,13 +66,13 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V8)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V9)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
 	if (flags & ~(version == ALEX_FORMAT_V1 ? ALEX_HDR_BASE : ALEX_HDR_BASE | ALEX_HDR_FENCED) &
 	    ~(version == ALEX_FORMAT_XTS ? ALEX_HDR_XTS : 0) &
-	    ~(version == ALEX_FORMAT_V8 ? ALEX_HDR_STAGED : 0))
+	    ~(alex_format_staged(version) ? ALEX_HDR_STAGED : 0))
 		return ALEX_ECORRUPT;
 	if ((version == ALEX_FORMAT_XTS) != !!(flags & ALEX_HDR_XTS))
 		return ALEX_ECORRUPT; /* format 5 is the encrypted one, and only it */
@@ -244,6 +244,11 @@ enum alex_stop alex_rec_check_in(const uint8_t *rec, const struct alex_rec *r, u
 			return ALEX_STOP_BAD_BLOCK;
 		struct alex_loc prev; /* ... or a DELTA; its prev is checked when read */
 		if (e.flags == ALEX_BLK_DELTA && !alex_delta_check(rec + pos, e.stored_len, &prev, &run))
+			return ALEX_STOP_BAD_BLOCK;
+		/* a root in the database file: its own block, never block 0 */
+		if (e.flags == ALEX_BLK_DELTA && alex_loc_codec(&prev) == ALEX_DELTA_BASE &&
+		    (!alex_format_base_deltas(version) || e.file != ALEX_FILE_DB || e.block == 0 ||
+		     prev.off != e.block << ALEX_BLOCK_SHIFT))
 			return ALEX_STOP_BAD_BLOCK;
 		pos += e.stored_len;
 	}

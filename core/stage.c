@@ -75,6 +75,32 @@ int alex_rec_read(alex_db *db, size_t n, uint64_t off, size_t *got)
 }
 
 /*
+ * A DELTA of img rooted at the database file's block (format 9), when no
+ * record of the epoch holds the block: a random update's page, mostly as
+ * the file has it.  The root is read now (SQLite has just read the page:
+ * the page cache holds it); format.h says why it may be read again later.
+ * Not block 0 (the fence), not past a truncation, not through a staging
+ * engine's base, which is another engine (cfg.base_deltas).
+ */
+static uint32_t base_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t *out)
+{
+	uint64_t blk = alex_key_block(key), off = blk << ALEX_BLOCK_SHIFT;
+	int fd = db->base_fd[ALEX_FILE_DB];
+	uint8_t *root = db->scratch + ALEX_BLOCK;
+	size_t got;
+
+	if (!db->cfg.base_deltas || !alex_format_base_deltas(db->hdr.version) ||
+	    alex_key_file(key) != ALEX_FILE_DB || blk == 0 || fd < 0 ||
+	    off + ALEX_BLOCK > db->limit[ALEX_FILE_DB] ||
+	    db->io.ops->pread(db->io.ctx, fd, root, ALEX_BLOCK, off, &got) || got != ALEX_BLOCK)
+		return 0;
+	struct alex_loc at = { off, ALEX_BLOCK, 0, ALEX_DELTA_BASE, 0 };
+	uint32_t n = alex_delta_make(root, img, &at, 1, out);
+	db->st.blocks_delta_base += n != 0;
+	return n;
+}
+
+/*
  * A DELTA of img (delta.h) when the block's committed version is one this
  * engine holds and the chain has room; else 0.  The version in the map,
  * not in pending: a spill's place may be written again once its
@@ -86,9 +112,11 @@ static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t
 	const uint8_t *old;
 	uint32_t depth;
 
-	if (!alex_known_wanted(db) || alex_map_get(&db->pending, key) ||
-	    !(l = alex_map_get(&db->map, key)) || !(old = alex_known_get(db, l, &depth)) ||
-	    depth >= ALEX_DELTA_DEPTH)
+	if (!alex_known_wanted(db) || alex_map_get(&db->pending, key))
+		return 0;
+	if (!(l = alex_map_get(&db->map, key)))
+		return base_delta(db, key, img, out);
+	if (!(old = alex_known_get(db, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
 		return 0;
 	return alex_delta_make(old, img, l, depth + 1, out);
 }

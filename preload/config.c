@@ -284,6 +284,11 @@ static void engine_settings(struct alex_config *e)
 	x = (unsigned long long)e->ckpt_direct;
 	if (!number("ALEX_CKPT_DIRECT", 0, 1, &x))
 		e->ckpt_direct = (int)x;
+	/* a page no record of the epoch holds, logged as its changes to
+	 * the database file's page (format 9) */
+	x = (unsigned long long)e->base_deltas;
+	if (!number("ALEX_BASE_DELTA", 0, 1, &x))
+		e->base_deltas = (int)x;
 	/* with a key: the database file's writes are encrypted through a
 	 * buffer of this size, one per database, never more (the seed's
 	 * bounded bounce memory) */

@@ -30,6 +30,7 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	to->blocks_compressed += s->blocks_compressed;
 	to->blocks_gapped += s->blocks_gapped;
 	to->blocks_delta += s->blocks_delta;
+	to->blocks_delta_base += s->blocks_delta_base;
 	to->refreshes_skipped += s->refreshes_skipped;
 	to->dedup_hits += s->dedup_hits;
 	to->checkpoints += s->checkpoints;
@@ -87,7 +88,7 @@ void alex_stats_write(const struct alex_stats *live)
 		"  \"engine\": {\"commits\": %llu, \"records\": %llu, \"spills\": %llu, "
 		"\"log_syncs\": %llu, \"bytes_logged\": %llu, \"bytes_raw\": %llu, "
 		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"blocks_gapped\": %llu, "
-		"\"blocks_delta\": %llu, \"dedup_hits\": %llu, "
+		"\"blocks_delta\": %llu, \"blocks_delta_base\": %llu, \"dedup_hits\": %llu, "
 		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_sectors\": %llu, "
 		"\"ckpt_direct_refused\": %d, \"checkpoint_failures\": %llu, "
 		"\"recovered_commits\": %llu, \"remote_commits\": %llu, "
@@ -101,7 +102,7 @@ void alex_stats_write(const struct alex_stats *live)
 		C(p->temp_files), C(e.commits),
 		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),
 		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.blocks_delta),
-		C(e.dedup_hits),
+		C(e.blocks_delta_base), C(e.dedup_hits),
 		C(e.checkpoints),
 		C(e.checkpoint_blocks), C(e.checkpoint_sectors), e.ckpt_direct_refused,
 		C(e.checkpoint_failures), C(e.recovered_commits),

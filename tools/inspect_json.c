@@ -104,12 +104,12 @@ static void json_records(const struct alex_logmap *lm)
 		uint64_t raw = (uint64_t)x->nblocks * ALEX_BLOCK;
 		printf("%s\n  {\"offset\": %llu, \"lsn\": %llu, \"txn\": %llu, \"kind\": \"%s\", "
 		       "\"state\": \"%s\", \"blocks\": %u, \"compressed_blocks\": %u, "
-		       "\"gap_blocks\": %u, \"delta_blocks\": %u, "
+		       "\"gap_blocks\": %u, \"delta_blocks\": %u, \"base_delta_blocks\": %u, "
 		       "\"record_bytes\": %u, \"stored_bytes\": %llu, \"raw_bytes\": %llu, "
 		       "\"ratio\": %.2f, \"live_bytes\": %llu, \"super_journal\": ", i ? "," : "",
 		       U(x->off), U(x->lsn), U(x->txn), inspect_kind_name(x),
 		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap,
-		       x->delta, x->rec_len,
+		       x->delta, x->delta_base, x->rec_len,
 		       U(x->stored),
 		       U(raw), x->stored ? (double)raw / (double)x->stored : 1.0, U(x->live));
 		if (x->cond)

@@ -93,6 +93,8 @@ static void text_records(const struct alex_logmap *lm)
 		       U(x->off), U(x->lsn), U(x->txn), inspect_kind_name(x),
 		       inspect_state_name(x->state), x->nblocks, x->lz4, x->gap, x->delta, sr,
 		       x->stored ? (double)raw / (double)x->stored : 1.0, U(x->live));
+		if (x->delta_base)
+			printf("      %u of the deltas rooted at the database file\n", x->delta_base);
 		if (x->cond)
 			printf("      super-journal %s\n", x->cond);
 	}

@@ -184,7 +184,7 @@ static void build_chain(int n)
 Test(delta, a_chain_is_walked_back_and_put_on_in_order)
 {
 	static uint8_t chain[ALEX_DELTA_DEPTH * ALEX_DELTA_MAX], blk[BLK];
-	struct alex_delta_src src = { NULL, m_stored, m_whole, m_known, chain };
+	struct alex_delta_src src = { NULL, m_stored, m_whole, m_known, chain, NULL };
 	uint32_t depth;
 
 	build_chain(ALEX_DELTA_DEPTH);
@@ -210,7 +210,7 @@ Test(delta, a_chain_is_walked_back_and_put_on_in_order)
 Test(delta, a_chain_that_goes_forward_or_lies_about_its_depth_is_damage)
 {
 	static uint8_t chain[ALEX_DELTA_DEPTH * ALEX_DELTA_MAX], blk[BLK];
-	struct alex_delta_src src = { NULL, m_stored, m_whole, NULL, chain };
+	struct alex_delta_src src = { NULL, m_stored, m_whole, NULL, chain, NULL };
 
 	build_chain(3);
 	/* version 2 says its prev is version 3, which lies after it */
@@ -316,7 +316,7 @@ Test(delta, a_format_6_log_writes_no_delta)
 	uint8_t *log = log_copy(m, &len);
 	struct alex_loghdr h;
 	cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
-	cr_assert_eq(h.version, ALEX_FORMAT_NEW, "a new log is format 8");
+	cr_assert_eq(h.version, ALEX_FORMAT_NEW, "a new log is format 9");
 	h.version = ALEX_FORMAT_V6;
 	alex_loghdr_encode(log + BLK, &h);
 	alex_loghdr_placeholder(log, ALEX_FORMAT_V6);

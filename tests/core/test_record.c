@@ -284,7 +284,7 @@ Test(record, header_slot_rules)
 	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
-	slot(buf, ALEX_FORMAT_V8 + 1, 0);
+	slot(buf, ALEX_FORMAT_NEW + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
 	/* format 5 is the encrypted one, and only it says so */
 	slot(buf, ALEX_FORMAT_XTS, ALEX_HDR_XTS);

@@ -40,7 +40,7 @@ Test(stage, below_says_staged_to_other_processes)
 	put(r.above, want, 2, 1);
 	cr_assert_eq(alex_commit(r.above), 0);
 	cr_expect(alex_stage_marked(r.below), "the first staged commit marks below");
-	cr_expect_eq(slot_version(r.m, &flags), ALEX_FORMAT_V8);
+	cr_expect_eq(slot_version(r.m, &flags), ALEX_FORMAT_NEW, "a new log keeps its version");
 	cr_expect(flags & ALEX_HDR_STAGED, "on disk at once, not with below's next record");
 	/* another process, with below only, sees it at its catch-up */
 	small_config(&cb);

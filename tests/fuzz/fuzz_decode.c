@@ -276,6 +276,18 @@ static void fuzz_codec(const uint8_t *data, size_t size)
 		for (uint32_t i = 0; i < ALEX_DELTA_MAX; i++)
 			check(delta[i] == 0);
 	}
+	/* ... and rooted at the database file's block (format 9) */
+	static const struct alex_loc root = { 5 * ALEX_BLOCK, ALEX_BLOCK, 0, ALEX_DELTA_BASE, 0 };
+	if ((dl = alex_delta_make(first, blk, &root, 1, delta))) {
+		struct alex_loc p;
+		uint32_t depth;
+		check(alex_delta_check(delta, dl, &p, &depth) && depth == 1 &&
+		      p.flags == ALEX_DELTA_BASE && p.off == root.off && p.len == ALEX_BLOCK);
+		memcpy(back, first, ALEX_BLOCK);
+		alex_delta_apply(delta, dl, back);
+		check(memcmp(back, blk, ALEX_BLOCK) == 0);
+		memset(delta, 0, ALEX_DELTA_MAX);
+	}
 	free(delta);
 	/* arbitrary stored bytes, as a block entry could name them (1..4096,
 	 * copied to an exact buffer so an over-read shows) */

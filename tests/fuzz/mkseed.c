@@ -49,6 +49,17 @@ static alex_mem *make_log(int which, enum alex_compress compress)
 	cfg.memory_bytes = 64u << 10;
 	cfg.prealloc_bytes = 16u << 10;
 	cfg.checkpoint_on_close = 0;
+	if (which % 2) { /* a file with pages: blocks no record holds go as
+			    deltas of the file's (format 9) */
+		static uint8_t file[24 * ALEX_BLOCK];
+		for (size_t i = 0; i < sizeof file; i++)
+			file[i] = (uint8_t)('a' + (i / 97) % 26);
+		memcpy(file, "SQLite format 3", 16);
+		file[18] = file[19] = 1;
+		memset(file + 72, 0, 20);
+		memcpy(file + 92, file + 24, 4);
+		alex_mem_set(m, "/s.db", file, sizeof file);
+	}
 	if (alex_open("/s.db", &cfg, &io, &db)) {
 		alex_mem_free(m);
 		return NULL;

@@ -625,5 +625,42 @@ ok = subprocess.run(["sqlite3", d + "/x.db", "pragma integrity_check"], env=plai
 print(e["checkpoint_sectors"] > 0 or e["ckpt_direct_refused"] != 0,
       "same" if x == y and len(x) > 2000 * 200 else "differ", ok)'
 
+# A page no record of the epoch holds is logged as its changes to the
+# database file's page (format 9): random one-row updates of an existing
+# database, NORMAL (staged) and FULL, against plain SQLite's rows; off,
+# no such block.
+scenario delta-base "True True True same same same ok" '
+import json, os, random, shutil, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+work = """
+import random, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+r = random.Random(11)
+for i in range(400):
+    c.execute("update t set v=? where k=?", (r.randbytes(100), 1 + r.randrange(3000)))
+c.close()
+"""
+c = sqlite3.connect(d + "/y.db", isolation_level=None)
+c.execute("create table t(k integer primary key, v blob)")
+c.execute("begin")
+for i in range(3000): c.execute("insert into t values(?, ?)", (i + 1, os.urandom(100)))
+c.execute("commit"); c.close()
+for n in ("normal", "full", "off"): shutil.copy(d + "/y.db", d + "/" + n + ".db")
+subprocess.run([sys.executable, "-c", work, d + "/y.db"], env=plain, check=True)
+rows = lambda p: subprocess.run(["sqlite3", p, "select k, hex(v) from t order by k"], env=plain,
+                                capture_output=True, text=True, check=True).stdout
+want, got, same = rows(d + "/y.db"), [], []
+for n, extra in (("normal", {"ALEX_SYNC": "normal"}), ("full", {"ALEX_SYNC": "full"}),
+                 ("off", {"ALEX_SYNC": "normal", "ALEX_BASE_DELTA": "0"})):
+    env = dict(os.environ, ALEX_STATS=d + "/stats." + n, **extra)
+    subprocess.run([sys.executable, "-c", work, d + "/" + n + ".db"], env=env, check=True)
+    e = json.load(open(d + "/stats." + n))["engine"]
+    got.append(e["blocks_delta_base"] > 0 if n != "off" else e["blocks_delta_base"] == 0)
+    same.append("same" if rows(d + "/" + n + ".db") == want else "differ")
+oks = {subprocess.run(["sqlite3", d + "/" + n + ".db", "pragma integrity_check"], env=plain,
+                      capture_output=True, text=True).stdout.strip() for n in ("normal", "full", "off")}
+print(*got, *same, " ".join(sorted(oks)))'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
