@@ -4,7 +4,7 @@
  * should not wait for the syncs that keep that promise.  A thread, started
  * with the first engine, syncs what is due without holding the database's
  * lock (serve.c: alex_serve_sync_start, alex_serve_sync_end).  It looks
- * every quarter window while commits wait, and when a commit asks
+ * every eighth of a window while commits wait, and when a commit asks
  * (alex_flusher_kick: the first unsynced one, or half the window's bytes);
  * with nothing unsynced it sleeps, so an idle program is not woken.  After
  * fork() the child starts its own at its first commit or open (its syncs,
@@ -46,11 +46,13 @@ static void start_one(struct pdb *db, void *arg)
 	d->waiting |= more;
 }
 
-/* Until a quarter window has passed (when commits wait) or a commit asks. */
+/* Until an eighth of a window has passed (when commits wait) or a commit
+ * asks: a staging log is due at seven eighths (staging.c), so the flusher
+ * acts on it before the window ends. */
 static void wait_tick(int waiting)
 {
 	struct timespec at;
-	uint64_t ns = (uint64_t)alex_cfg.engine.sync_ms * 250000u;
+	uint64_t ns = (uint64_t)alex_cfg.engine.sync_ms * 125000u;
 
 	clock_gettime(CLOCK_MONOTONIC, &at);
 	ns += (uint64_t)at.tv_nsec;
@@ -76,7 +78,7 @@ static void *flusher(void *arg)
 		for (int i = 0; i < d.n; i++)
 			alex_serve_sync_end(d.db[i]);
 		/* what the syncs did not cover (commits made meanwhile) is
-		 * looked at again a quarter window on */
+		 * looked at again an eighth of a window on */
 		waiting = d.waiting || d.n;
 	}
 	return NULL;
