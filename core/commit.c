@@ -137,7 +137,7 @@ static int ckpt_due(alex_db *db)
 {
 	uint64_t used = db->append_off - alex_data_off(db);
 
-	if (db->io.ops->ident || db->above_holds)
+	if (db->io.ops->ident || db->above_holds || db->ckpt_held)
 		return 0; /* merged, not checkpointed; or held until merged */
 	if (used >= ckpt_threshold(db))
 		return 1;

@@ -176,6 +176,9 @@ struct alex_db {
 				     as NORMAL's (log_space.c) */
 	int stage_room;           /* a merge into this engine may checkpoint it
 				     for room, keeping the fence (alex_merge_room) */
+	int ckpt_held;            /* a merge under SQLite's RESERVED lock only
+				     (alex_merge_held): readers may be at work,
+				     so no checkpoint writes the database file */
 	int no_allocate;          /* the log's file system has no fallocate */
 	int log_direct;           /* records go to the log through log_dfd */
 	int log_dfd;              /* the log's O_DIRECT descriptor, or -1 */

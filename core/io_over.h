@@ -50,6 +50,12 @@ int alex_merge(alex_db *above, alex_db *below);
  * lsn, which the staging log names, unchanged -- and merges again. */
 int alex_merge_room(alex_db *above, alex_db *below);
 
+/* alex_merge by a caller that holds only SQLite's RESERVED lock (libalex.so's
+ * flusher, ending a window no commit ended): readers may be at work, so
+ * below neither checkpoints -- when due, at the next merge -- nor makes
+ * room; a full disk is an error. */
+int alex_merge_held(alex_db *above, alex_db *below);
+
 /* Is the file system short of space for windows of `window` bytes (under
  * sixteen of them free)?  As last seen at a merge; before the first one,
  * yes.  Then every commit is merged at once, and above's log stays small. */

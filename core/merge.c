@@ -119,6 +119,16 @@ int alex_merge_room(alex_db *a, alex_db *b)
 	return err;
 }
 
+int alex_merge_held(alex_db *a, alex_db *b)
+{
+	if (!a || !b)
+		return ALEX_EINVAL;
+	b->ckpt_held = 1;
+	int err = alex_merge(a, b);
+	b->ckpt_held = 0;
+	return err;
+}
+
 void alex_stage_space(alex_db *b)
 {
 	uint64_t avail;

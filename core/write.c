@@ -30,7 +30,8 @@ int alex_txn_open(const alex_db *db)
  */
 int alex_make_room(alex_db *db)
 {
-	if (!db->epoch_commits || db->pending.n || db->txn_truncated || db->failed)
+	if (!db->epoch_commits || db->pending.n || db->txn_truncated || db->failed ||
+	    db->ckpt_held)
 		return ALEX_EBUSY;
 	db->st.space_checkpoints++;
 	/* the next epoch at 8192, in the space the log has: one that follows

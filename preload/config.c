@@ -240,6 +240,8 @@ static void test_settings(void)
 			strcpy(t->record, v);
 		alex_cfg.test = 1;
 	}
+	unsigned long long us = 0;
+	alex_cfg.test_merge_us = number("ALEX_TEST_MERGE_US", 0, 1000000, &us) ? 0 : (unsigned)us;
 }
 #endif
 

@@ -39,6 +39,8 @@ struct alex_pconfig {
 	 * engine's I/O under io_test.c */
 	int test;
 	struct alex_test_cfg test_cfg;
+	unsigned test_merge_us; /* ALEX_TEST_MERGE_US: the flusher's merge
+				   holds its locks this much longer (staging.c) */
 #endif
 };
 

@@ -72,6 +72,28 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	return -1;
 }
 
+/* A lock that the flusher's merge locks may refuse: any lock set on
+ * SQLite's bytes (RESERVED, PENDING and EXCLUSIVE are write locks; a
+ * SHARED read lock meets them only while it asks at PENDING) */
+static int sets_sqlite_lock(int cmd, const struct flock *l)
+{
+	return sets_lock(cmd, l) && l->l_type != F_UNLCK &&
+	       l->l_start < SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES &&
+	       (l->l_len == 0 || l->l_start + l->l_len > SQLITE_PENDING_BYTE);
+}
+
+/* Did the lock call that failed meet the flusher's merge locks (their
+ * generation odd when the call began, or moved since: staging.c)?  Then
+ * wait until the flusher lets go -- it holds mu throughout -- so that this
+ * process never sees a writer or a reader that is its own merge. */
+static int met_flusher(struct pdb *db, unsigned gen)
+{
+	if (!(gen & 1) && __atomic_load_n(&db->flusher_gen, __ATOMIC_ACQUIRE) == gen)
+		return 0;
+	alex_serve_wait(db);
+	return 1;
+}
+
 /* a lock call locks.c follows: set, or asked about */
 static int lock_call(int cmd, const struct flock *l)
 {
@@ -110,7 +132,11 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 	if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
 		*served_out = 1;
 	} else {
+		unsigned gen = __atomic_load_n(&o->db->flusher_gen, __ATOMIC_ACQUIRE);
 		r = real(fd, cmd, arg);
+		if (r != 0 && (errno == EAGAIN || errno == EACCES) && sets_sqlite_lock(cmd, arg) &&
+		    met_flusher(o->db, gen))
+			r = real(fd, cmd, arg);
 		if (locks)
 			alex_locks_made(o, cmd, arg, r);
 	}

@@ -552,6 +552,12 @@ int alex_serve_super_commit(struct pdb *db, const char *super)
 	return err;
 }
 
+void alex_serve_wait(struct pdb *db)
+{
+	pthread_mutex_lock(&db->mu);
+	pthread_mutex_unlock(&db->mu);
+}
+
 int alex_serve_lock_shared(struct pdb *db)
 {
 	int saved = errno;

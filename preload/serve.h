@@ -67,6 +67,8 @@ int alex_serve_super_commit(struct pdb *db, const char *super);
 /* SQLite took SHARED (or EXCLUSIVE straight from it): other processes'
  * commits become visible.  0 or -1. */
 int alex_serve_lock_shared(struct pdb *db);
+/* Waits until no engine call on db is under way (mu taken and let go). */
+void alex_serve_wait(struct pdb *db);
 
 /* SQLite opens db's -wal: empties the log first (or refuses).  0 or an
  * errno; on success the description is counted in db->wal_ofds. */

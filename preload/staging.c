@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "flush.h"
@@ -23,7 +24,9 @@
 #include "real.h"
 #include "serve.h"
 #include "staging.h"
+#include "sqlite_locks.h"
 #include "stats.h"
+#include "trace.h"
 
 static int attach(struct pdb *db, const struct alex_io *io)
 {
@@ -236,16 +239,89 @@ int alex_staging_due(struct pdb *db, int *waiting)
 	return db->stg_since && alex_now_ns() - db->stg_since >= (uint64_t)ms * 1000000u;
 }
 
+/* An open-file-description lock on SQLite's bytes, through the engine's own
+ * descriptor of the database, which nothing closes under SQLite's POSIX
+ * locks. */
+static int ofd_lock(int fd, short type, long long start, long long len)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+	uint64_t t0 = ALEX_TRACE_T0();
+	int r = REAL(fcntl)(fd, F_OFD_SETLK, &l);
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_OFD_SETLK, r, &l);
+	return r;
+}
+
+/* SHARED, then RESERVED, as SQLite takes them (os_unix.c): no writer
+ * waiting at PENDING, none holding EXCLUSIVE (a hot journal's rollback
+ * takes it with no RESERVED), none holding RESERVED.  0, or -1 holding
+ * nothing. */
+static int writer_locks(int fd)
+{
+	if (ofd_lock(fd, F_RDLCK, SQLITE_PENDING_BYTE, 1) != 0)
+		return -1;
+	int r = ofd_lock(fd, F_RDLCK, SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE);
+	ofd_lock(fd, F_UNLCK, SQLITE_PENDING_BYTE, 1);
+	if (r == 0 && (r = ofd_lock(fd, F_WRLCK, SQLITE_RESERVED_BYTE, 1)) != 0)
+		ofd_lock(fd, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
+	return r;
+}
+
+/*
+ * A window no commit ended, ended as a commit ends one: merged, the latest
+ * version of each page as one synced record, not every version of it
+ * synced in the staging log.  It needs what a writer has, SHARED and
+ * RESERVED, taken as open-file-description locks, which conflict with
+ * every other process's and with this process's own (SQLite's POSIX
+ * locks): no transaction is open anywhere.  Readers may be: a merge only
+ * appends to the durable log and begins the staging log's next epoch,
+ * whose records are written over only under EXCLUSIVE, and the durable log
+ * neither checkpoints nor makes room meanwhile (alex_merge_held).  A lock
+ * call of this process's SQLite that meets these locks waits for mu and
+ * tries again (hooks_fcntl.c: flusher_gen).  Returns 0 merged, ALEX_EBUSY
+ * when a writer is at work, or the merge's error.
+ */
+static int flusher_merge(struct pdb *db)
+{
+	int fd = alex_db_fd(db->eng), rc;
+
+	if (fd < 0)
+		return ALEX_EBUSY;
+	__atomic_add_fetch(&db->flusher_gen, 1, __ATOMIC_ACQ_REL); /* odd: held, or about to be */
+	if (writer_locks(fd) != 0) {
+		rc = ALEX_EBUSY;
+	} else {
+		if (!(rc = alex_stage_catch_up(db->stg, db->eng, 1)))
+			rc = alex_merge_held(db->stg, db->eng);
+#ifdef ALEX_TESTING
+		if (alex_cfg.test_merge_us) /* a merge as slow as a slow disk's */
+			usleep(alex_cfg.test_merge_us);
+#endif
+		ofd_lock(fd, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
+	}
+	__atomic_add_fetch(&db->flusher_gen, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
 void alex_staging_flush(struct pdb *db)
 {
 	if (!db->stg || !db->stg_since)
 		return; /* merged meanwhile */
-	int rc = alex_stage_sync(db->stg);
+	int rc = flusher_merge(db);
+	if (!rc) {
+		db->stg_since = 0;
+		ALEX_COUNT(flusher_merges, 1);
+		return;
+	}
+	if (rc != ALEX_EBUSY)
+		alex_msg(ALEX_MSG_WARN, "%s: merging the staging log in the background: %s; "
+			 "syncing it instead", db->path, alex_strerror(rc));
+	rc = alex_stage_sync(db->stg);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s-alex-stage: background sync: %s", db->path,
 			 alex_strerror(rc));
 	else
 		db->stg_since = 0;
+	ALEX_COUNT(staging_syncs, !rc);
 }
 
 void alex_staging_close(struct pdb *db, int xfd)

@@ -44,7 +44,8 @@ int alex_staging_moved(struct pdb *db);
 /* WAL mode and `alex checkpoint` need the durable log to hold it all. */
 int alex_staging_drain(struct pdb *db);
 /* The flusher: is a window due with no commit to end it (*waiting: one
- * is open); then alex_staging_flush makes the staging log durable. */
+ * is open); then alex_staging_flush merges it when no writer is at work,
+ * else makes the staging log durable. */
 int alex_staging_due(struct pdb *db, int *waiting);
 void alex_staging_flush(struct pdb *db);
 /* At the last close: merged if this process can keep others out (xfd:

@@ -99,6 +99,9 @@ struct pdb {
 	struct alex_held held; /* the process's locks on SQLite's bytes of
 				the file, as made through the hook (locks.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
+	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
+				RESERVED byte to merge (staging.c), +2 each
+				time: a lock call that met it waits (mu) */
 	int syncing;         /* the flusher syncs the log without mu (1), or
 				the staging log (2): the engine must not
 				close before (mu) */

@@ -15,6 +15,8 @@ struct alex_pstats {
 	uint64_t reserved_releases;    /* SQLite releasing RESERVED: a boundary */
 	uint64_t refreshes, mmaps, mmaps_refused;
 	uint64_t temp_files;           /* SQLite's, stored encrypted (temp.c) */
+	uint64_t flusher_merges;       /* windows no commit ended, merged (staging.c) */
+	uint64_t staging_syncs;        /* ... and those synced in the staging log instead */
 };
 
 extern struct alex_pstats alex_pstats;

@@ -11,6 +11,9 @@
  *  writer  after it lowered EXCLUSIVE to SHARED (a read lock on the SHARED
  *          range where it held the write lock) and before it releases
  *          PENDING and RESERVED: LOCKGAP_WRITE_US microseconds
+ *  reserved before its RESERVED lock call, which comes right after its last
+ *          read under SHARED: LOCKGAP_RESERVED_US microseconds, in which
+ *          libalex.so's flusher may take its merge locks (stage.sh: self)
  *
  * With both, a reader whose question came before a writer's PENDING is
  * given SHARED while the writer sleeps between its two unlock calls: the
@@ -30,7 +33,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define MAXFD 4096
 
-static unsigned read_us, read_every = 1, write_us, reads;
+static unsigned read_us, read_every = 1, write_us, reserved_us, reads;
 static char excl[MAXFD]; /* this descriptor write-locked the SHARED range */
 
 __attribute__((constructor)) static void init(void)
@@ -43,12 +46,18 @@ __attribute__((constructor)) static void init(void)
 		read_every = (unsigned)atoi(v);
 	if ((v = getenv("LOCKGAP_WRITE_US")))
 		write_us = (unsigned)atoi(v);
+	if ((v = getenv("LOCKGAP_RESERVED_US")))
+		reserved_us = (unsigned)atoi(v);
 }
 
 static int gap(int fd, int cmd, void *arg, int (*real)(int, int, ...))
 {
-	int r = real(fd, cmd, arg);
 	const struct flock *l = arg;
+
+	if (reserved_us && (cmd == F_SETLK || cmd == F_SETLKW) && l && l->l_whence == SEEK_SET &&
+	    l->l_type == F_WRLCK && l->l_start == SQLITE_RESERVED_BYTE && l->l_len == 1)
+		usleep(reserved_us);
+	int r = real(fd, cmd, arg);
 
 	if (r != 0 || (cmd != F_SETLK && cmd != F_SETLKW) || !l || l->l_whence != SEEK_SET ||
 	    fd < 0 || fd >= MAXFD)

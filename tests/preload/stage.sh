@@ -9,8 +9,13 @@
 #  mixed    a NORMAL process with ALEX_STAGE=0, open before a staging one
 #           began, then one that opens after it, and a FULL one, go through
 #           the staging log too: exact totals, integrity ok;
-#  idle     a window with no commit to end it: the staging log is synced
-#           (an fdatasync of <db>-alex-stage, none of <db>-alex);
+#  idle     a window with no commit to end it: merged by the flusher (an
+#           fdatasync of <db>-alex, none of <db>-alex-stage); with another
+#           process's transaction open meanwhile, the staging log synced
+#           instead;
+#  self     commits that come just as the flusher merges (short windows,
+#           no busy timeout): the process never meets its own flusher's
+#           locks as SQLITE_BUSY (hooks_fcntl.c waits them out);
 #  window   a burst of commits reaches the durable log as a few merges,
 #           not one record per commit;
 #  failed   an open that cannot attach the staging log fails, and changes
@@ -113,10 +118,64 @@ os._exit(0)        # no close, no merge: as a death
 PY
 (strace -f -y -e trace=fdatasync -o "$tmp/trace" -E ALEX_STAGE=1 -E LD_PRELOAD="$lib" \
 	python3 "$tmp/idle.py" "$db") >/dev/null 2>&1
-grep -q 'fdatasync([0-9]*</.*idle.db-alex-stage>' "$tmp/trace" && ok ||
-	bad "idle: the staging log was not synced: $(grep -c fdatasync "$tmp/trace") fdatasyncs"
+grep -q 'fdatasync([0-9]*</.*idle.db-alex>' "$tmp/trace" &&
+	! grep -q 'fdatasync([0-9]*</.*idle.db-alex-stage>' "$tmp/trace" && ok ||
+	bad "idle: not merged: $(grep fdatasync "$tmp/trace" | tr '\n' ' ')"
 res=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t" 2>&1)
 [ "$res" = 5 ] && ok || bad "idle: got $res rows"
+# ... while another process holds a write transaction open: no merge can
+# be had, the staging log is synced (the commits still survive a power cut)
+cat >"$tmp/hold.py" <<'PY'
+import os, sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.001)
+con.execute("begin immediate")
+time.sleep(0.8)
+con.execute("rollback")
+PY
+cat >"$tmp/idle2.py" <<'PY'
+import os, sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(5):
+    con.execute("insert into t values(?)", (i,))
+open(sys.argv[2], "w").close()
+time.sleep(0.6)
+os._exit(0)
+PY
+rm -f "$tmp/go"
+ALEX_STAGE=1 LD_PRELOAD=$lib python3 "$tmp/hold.py" "$db" "$tmp/go" & hp=$!
+sleep 0.3
+(strace -f -y -e trace=fdatasync -o "$tmp/trace2" -E ALEX_STAGE=1 -E LD_PRELOAD="$lib" \
+	python3 "$tmp/idle2.py" "$db" "$tmp/go") >/dev/null 2>&1
+wait $hp
+grep -q 'fdatasync([0-9]*</.*idle.db-alex-stage>' "$tmp/trace2" && ok ||
+	bad "idle, a writer at work: the staging log was not synced: $(grep fdatasync "$tmp/trace2" | tr '\n' ' ')"
+res=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t" 2>&1)
+[ "$res" = 10 ] && ok || bad "idle, a writer at work: got $res rows"
+
+# ---- self -----------------------------------------------------------------
+db=$tmp/self.db
+LD_PRELOAD=$lib sqlite3 "$db" "create table t(a)"
+cat >"$tmp/self.py" <<'PY'
+import random, sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+r = random.Random(3)
+for i in range(1500):
+    con.execute("insert into t values(?)", (i,))
+    if r.random() < 0.5:
+        con.execute("select count(*) from t").fetchone()
+    time.sleep(r.random() * 0.012)
+print("done")
+PY
+res=$(ALEX_STATS=$tmp/self.json ALEX_SYNC_MS=8 ALEX_STAGE=1 LOCKGAP_RESERVED_US=2000 \
+	ALEX_TEST_MERGE_US=3000 LD_PRELOAD="$B/tests/lockgap.so $B/libalex-test.so" \
+	python3 "$tmp/self.py" "$db" 2>&1 | tail -n 1)
+merges=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['intercepted']['flusher_merges'])" "$tmp/self.json" 2>/dev/null)
+[ "$res" = done ] && ok || bad "self: $res"
+[ "${merges:-0}" -gt 20 ] && ok || bad "self: ${merges:-no} flusher merges"
+res=$(sqlite3 "$db" "pragma integrity_check; select count(*) from t" 2>&1 | tr '\n' ' ')
+[ "$res" = "ok 1500 " ] && ok || bad "self: got $res"
 
 # ---- window ---------------------------------------------------------------
 db=$tmp/window.db
