@@ -180,7 +180,10 @@
  * blocks of the database file, never block 0 (its first bytes carry the
  * fence, protect.c), and only below every truncation of the epoch so far:
  * a block cut off later is dropped from the map with its chain, and one
- * that grows back is stored whole.
+ * that grows back is stored whole.  A block a truncation cuts inside (a
+ * page size under 4096) keeps its chain, whose root's tail the checkpoint
+ * cuts off before it copies: from then on it is stored whole too, or
+ * bytes grown back as they were would be in no run of the chain.
  *
  * The root is read when the block is, not when the delta was made.  It is
  * the same bytes: nothing writes the database file during an epoch but

@@ -691,7 +691,9 @@ static int read_base(void *ctx, const struct alex_loc *root, uint8_t *blk)
 	size_t got = 0;
 	int err;
 
-	if (fd >= 0 && (err = db->io.ops->pread(db->io.ctx, fd, blk, ALEX_BLOCK, root->off, &got)))
+	if (fd < 0)
+		return ALEX_EBADBLOCK; /* a delta of a file that is not there */
+	if ((err = db->io.ops->pread(db->io.ctx, fd, blk, ALEX_BLOCK, root->off, &got)))
 		return err;
 	memset(blk + got, 0, ALEX_BLOCK - got);
 	return 0;

@@ -116,6 +116,13 @@ static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t
 		return 0;
 	if (!(l = alex_map_get(&db->map, key)))
 		return base_delta(db, key, img, out);
+	/* a block the epoch cut inside (a page size under 4096) may have a
+	 * chain rooted at the file, whose tail the checkpoint cuts before it
+	 * copies: bytes grown back as they were would be in no run (review) */
+	uint64_t off = alex_key_block(key) << ALEX_BLOCK_SHIFT, lim = db->limit[ALEX_FILE_DB];
+	if (alex_format_base_deltas(db->hdr.version) && alex_key_file(key) == ALEX_FILE_DB &&
+	    off < lim && lim - off < ALEX_BLOCK)
+		return 0;
 	if (!(old = alex_known_get(db, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
 		return 0;
 	return alex_delta_make(old, img, l, depth + 1, out);

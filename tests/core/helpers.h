@@ -10,6 +10,7 @@
 
 #include "alex.h"
 #include "crc32c.h"
+#include "format.h"
 #include "io.h"
 #include "xts.h"
 #include "xts_io.h"
@@ -87,6 +88,23 @@ static inline uint8_t *log_copy(alex_mem *img, size_t *len)
 	cr_assert_not_null(log);
 	memcpy(log, lg, *len);
 	return log;
+}
+
+/* Makes m's log, a new one (its first epoch in slot 1, slot 0 the
+ * placeholder), one of version v, as an older ALEX would have made it. */
+static inline void log_make_version(alex_mem *m, uint32_t v)
+{
+	size_t len;
+	uint8_t *log = log_copy(m, &len);
+	struct alex_loghdr h;
+
+	cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
+	cr_assert_eq(h.version, ALEX_FORMAT_NEW, "a new log is format %u", ALEX_FORMAT_NEW);
+	h.version = v;
+	alex_loghdr_encode(log + BLK, &h);
+	alex_loghdr_placeholder(log, v);
+	alex_mem_set(m, LOG, log, len);
+	free(log);
 }
 
 /* Opens the database of a (crash) image without checkpointing it at

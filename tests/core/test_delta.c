@@ -304,7 +304,6 @@ Test(delta, a_format_6_log_writes_no_delta)
 	struct alex_stats st;
 	static uint8_t page1[BLK];
 	alex_db *db;
-	size_t len;
 
 	alex_config_default(&c);
 	c.checkpoint_on_close = 0;
@@ -313,15 +312,7 @@ Test(delta, a_format_6_log_writes_no_delta)
 	sqlite_like_commit(db, page1, 1);
 	alex_close(db);
 	/* make it a log of format 6: both slots say 6 (the placeholder, too) */
-	uint8_t *log = log_copy(m, &len);
-	struct alex_loghdr h;
-	cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
-	cr_assert_eq(h.version, ALEX_FORMAT_NEW, "a new log is format 9");
-	h.version = ALEX_FORMAT_V6;
-	alex_loghdr_encode(log + BLK, &h);
-	alex_loghdr_placeholder(log, ALEX_FORMAT_V6);
-	alex_mem_set(m, LOG, log, len);
-	free(log);
+	log_make_version(m, ALEX_FORMAT_V6);
 	cr_assert_eq(alex_open(DB, &c, &io, &db), 0);
 	for (uint8_t v = 2; v < 10; v++)
 		sqlite_like_commit(db, page1, v);

@@ -62,17 +62,54 @@ static void two_commits(alex_db *db)
 	cr_assert_eq(alex_commit(db), 0);
 }
 
-static void reads_as_want(alex_db *db, const char *what)
+static void reads_as_want_n(alex_db *db, const char *what, unsigned nb)
 {
 	uint8_t b[BLK];
 	size_t got;
 
-	for (unsigned k = 0; k < NB; k++) {
+	for (unsigned k = 0; k < nb; k++) {
 		cr_assert_eq(alex_read(db, ALEX_FILE_DB, b, BLK, (uint64_t)k * BLK, &got), 0,
 			     "%s: block %u", what, k);
 		cr_assert_eq(got, BLK, "%s: block %u", what, k);
 		cr_assert(memcmp(b, want + k * BLK, BLK) == 0, "%s: block %u", what, k);
 	}
+}
+
+static void reads_as_want(alex_db *db, const char *what)
+{
+	reads_as_want_n(db, what, NB);
+}
+
+/* db's checkpoint with a power cut after every write, each image keeping
+ * any subset of the unsynced sectors; every image reads as want (its first
+ * nb blocks), and (again) after its own recovered checkpoint.  Closes db
+ * and frees m. */
+static void checkpoint_cut_everywhere(alex_mem *m, alex_db *db, const struct alex_config *c,
+				      int again, unsigned nb)
+{
+	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
+
+	cr_assert_eq(alex_sync(db), 0);
+	alex_mem_on_op(m, cut_every_io, &cuts);
+	cr_assert_eq(alex_checkpoint(db), 0);
+	alex_mem_on_op(m, NULL, NULL);
+	alex_close(db);
+	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
+	for (size_t i = 0; i < cuts.n; i++) {
+		struct alex_io iio = alex_mem_io(cuts.img[i]);
+		alex_db *r = open_engine(c, &iio);
+		char what[32];
+		snprintf(what, sizeof what, "image %zu", i);
+		reads_as_want_n(r, what, nb);
+		if (again) {
+			cr_assert_eq(alex_checkpoint(r), 0, "%s", what);
+			reads_as_want_n(r, what, nb);
+		}
+		alex_close(r);
+		alex_mem_free(cuts.img[i]);
+	}
+	free(cuts.img);
+	alex_mem_free(m);
 }
 
 Test(delta_base, made_read_cold_and_checkpointed)
@@ -118,33 +155,13 @@ Test(delta_base, power_cut_at_every_write_of_the_checkpoint)
 	alex_mem *m = alex_mem_new();
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config c;
-	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
 
 	alex_config_default(&c);
 	c.checkpoint_on_close = 0;
 	base_file(m);
 	alex_db *db = open_engine(&c, &io);
 	two_commits(db);
-	cr_assert_eq(alex_sync(db), 0);
-	alex_mem_on_op(m, cut_every_io, &cuts);
-	cr_assert_eq(alex_checkpoint(db), 0);
-	alex_mem_on_op(m, NULL, NULL);
-	alex_close(db);
-	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
-	for (size_t i = 0; i < cuts.n; i++) {
-		struct alex_io iio = alex_mem_io(cuts.img[i]);
-		alex_db *r = open_engine(&c, &iio);
-		char what[32];
-		snprintf(what, sizeof what, "image %zu", i);
-		reads_as_want(r, what);
-		/* and the recovered engine's own checkpoint puts the same */
-		cr_assert_eq(alex_checkpoint(r), 0, "%s", what);
-		reads_as_want(r, what);
-		alex_close(r);
-		alex_mem_free(cuts.img[i]);
-	}
-	free(cuts.img);
-	alex_mem_free(m);
+	checkpoint_cut_everywhere(m, db, &c, 1, NB);
 }
 
 /* A block past a truncation of the epoch no longer comes from the file:
@@ -158,7 +175,6 @@ Test(delta_base, none_past_a_truncation)
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config c;
 	struct alex_stats st;
-	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
 
 	alex_config_default(&c);
 	c.checkpoint_on_close = 0;
@@ -174,22 +190,64 @@ Test(delta_base, none_past_a_truncation)
 	alex_stats(db, &st);
 	cr_expect_eq(st.blocks_delta_base, 0, "%llu rooted at the file",
 		     (unsigned long long)st.blocks_delta_base);
-	cr_assert_eq(alex_sync(db), 0);
-	alex_mem_on_op(m, cut_every_io, &cuts);
+	checkpoint_cut_everywhere(m, db, &c, 0, NB);
+}
+
+/* A page size of 1024: block 5 logged as a delta of the file, then, in
+ * one transaction, the file cut inside block 5 and its tail written back
+ * as it was.  The checkpoint cuts the file before it copies, so a delta
+ * over the root would leave those bytes in no run: zeros (review: 3 057
+ * bytes wrong after a cold checkpoint, 6 of 28 power-cut images wrong). */
+static alex_db *cut_inside_a_rooted_block(alex_mem *m, const struct alex_config *c)
+{
+	struct alex_io io = alex_mem_io(m);
+	struct alex_stats st;
+
+	base_file(m);
+	alex_db *db = open_engine(c, &io);
+	memset(want + 5 * BLK + 10, 0x55, 20);
+	put(db, 5);
+	cr_assert_eq(alex_commit(db), 0);
+	alex_stats(db, &st);
+	cr_assert_eq(st.blocks_delta_base, 1);
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, 5 * BLK + 1024), 0);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, want + 5 * BLK + 1024, 3 * 1024, 5 * BLK + 1024),
+		     0);
+	cr_assert_eq(alex_commit(db), 0);
+	memset(want + 6 * BLK, 0, (NB - 6) * BLK); /* cut, never grown back */
+	return db;
+}
+
+Test(delta_base, cut_inside_a_rooted_block_cold_checkpoint)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_config c;
+	size_t n;
+
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	alex_close(cut_inside_a_rooted_block(m, &c));
+	alex_mem *img = alex_mem_crash(m, ALEX_CRASH_KEEP, 0);
+	struct alex_io io = alex_mem_io(img);
+	alex_db *db = open_engine(&c, &io); /* nothing known: the chain is walked */
 	cr_assert_eq(alex_checkpoint(db), 0);
-	alex_mem_on_op(m, NULL, NULL);
 	alex_close(db);
-	for (size_t i = 0; i < cuts.n; i++) {
-		struct alex_io iio = alex_mem_io(cuts.img[i]);
-		alex_db *r = open_engine(&c, &iio);
-		char what[32];
-		snprintf(what, sizeof what, "image %zu", i);
-		reads_as_want(r, what);
-		alex_close(r);
-		alex_mem_free(cuts.img[i]);
-	}
-	free(cuts.img);
+	const uint8_t *base = alex_mem_get(img, DB, &n);
+	cr_assert_eq(n, 6 * BLK);
+	cr_assert(memcmp(base + BLK, want + BLK, 5 * BLK) == 0, "the file after the checkpoint");
+	alex_mem_free(img);
 	alex_mem_free(m);
+}
+
+Test(delta_base, cut_inside_a_rooted_block_power_cut)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_config c;
+
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	alex_db *db = cut_inside_a_rooted_block(m, &c);
+	checkpoint_cut_everywhere(m, db, &c, 0, 6);
 }
 
 /* Off, and in a log of format 8, pages go whole. */
@@ -200,7 +258,6 @@ Test(delta_base, none_when_off_or_in_format_8)
 		struct alex_io io = alex_mem_io(m);
 		struct alex_config c;
 		struct alex_stats st;
-		size_t len;
 
 		alex_config_default(&c);
 		c.checkpoint_on_close = 0;
@@ -211,17 +268,8 @@ Test(delta_base, none_when_off_or_in_format_8)
 		put(db, 0);
 		cr_assert_eq(alex_commit(db), 0);
 		alex_close(db);
-		if (way) { /* both slots say 8 */
-			uint8_t *log = log_copy(m, &len);
-			struct alex_loghdr h;
-			cr_assert_eq(alex_loghdr_decode(log + BLK, &h), 0);
-			cr_assert_eq(h.version, ALEX_FORMAT_V9, "a new log is format 9");
-			h.version = ALEX_FORMAT_V8;
-			alex_loghdr_encode(log + BLK, &h);
-			alex_loghdr_placeholder(log, ALEX_FORMAT_V8);
-			alex_mem_set(m, LOG, log, len);
-			free(log);
-		}
+		if (way) /* both slots say 8 */
+			log_make_version(m, ALEX_FORMAT_V8);
 		db = open_engine(&c, &io);
 		two_commits(db);
 		alex_stats(db, &st);

@@ -68,20 +68,12 @@ Test(stage, format_7_is_raised_before_staging)
 {
 	static uint8_t want[NB * BLK];
 	struct rig r;
-	struct alex_loghdr h;
-	size_t len;
 
 	rig_new(&r, 4, want);
 	put(r.below, want, 2, 0);
 	cr_assert_eq(alex_commit(r.below), 0);
 	rig_die(&r);
-	uint8_t *lg = log_copy(r.m, &len);
-	cr_assert_eq(alex_loghdr_decode(lg + BLK, &h), 0);
-	h.version = ALEX_FORMAT_V7;
-	alex_loghdr_encode(lg + BLK, &h);
-	alex_loghdr_placeholder(lg, ALEX_FORMAT_V7);
-	alex_mem_set(r.m, LOG, lg, len);
-	free(lg);
+	log_make_version(r.m, ALEX_FORMAT_V7);
 	rig_open(&r);
 	uint32_t flags;
 	cr_assert_eq(slot_version(r.m, &flags), ALEX_FORMAT_V7);

@@ -468,3 +468,49 @@ Test(stage_review, open_under_a_merge_sees_one_state)
 	rig_die(&w);
 	alex_mem_free(w.m);
 }
+
+/* A page size of 1024 under staging (review of the deltas of the file):
+ * window 1 changes block 5 a little (below logs a delta of its file);
+ * window 2 cuts the file inside block 5 and grows it back with the bytes
+ * it had, then 40 blocks more (below's known cache no longer holds block
+ * 5).  The merge truncates below and writes block 5 in one transaction;
+ * below's own checkpoint then cuts the file before it copies.  3 057 bytes
+ * of block 5 were zeros in the file. */
+Test(stage_review, cut_inside_a_rooted_block_in_one_window)
+{
+	static uint8_t want[46 * BLK];
+	struct rig r;
+	struct alex_config cb;
+	size_t n;
+
+	r.m = alex_mem_new();
+	for (uint32_t i = 0; i < 16; i++)
+		fill_block(want + (size_t)i * BLK, 1, i);
+	alex_mem_set(r.m, DB, want, 16 * BLK);
+	alex_config_default(&cb);
+	cb.db_only = 1;
+	cb.checkpoint_on_close = 0;
+	rig_open_with(&r, &cb, 0);
+	memset(want + 5 * BLK + 10, 0x55, 20);
+	cr_assert_eq(alex_write(r.above, ALEX_FILE_DB, want + 5 * BLK, BLK, 5 * BLK), 0);
+	cr_assert_eq(alex_commit(r.above), 0);
+	cr_assert_eq(alex_merge(r.above, r.below), 0);
+	cr_assert_eq(alex_truncate(r.above, ALEX_FILE_DB, 5 * BLK + 1024), 0);
+	cr_assert_eq(alex_commit(r.above), 0);
+	cr_assert_eq(alex_write(r.above, ALEX_FILE_DB, want + 5 * BLK + 1024, 3 * 1024,
+				5 * BLK + 1024), 0);
+	for (uint32_t k = 6; k < 46; k++) {
+		fill_block(want + (size_t)k * BLK, 9, k);
+		cr_assert_eq(alex_write(r.above, ALEX_FILE_DB, want + (size_t)k * BLK, BLK,
+					(uint64_t)k * BLK), 0);
+	}
+	cr_assert_eq(alex_commit(r.above), 0);
+	cr_assert_eq(alex_merge(r.above, r.below), 0);
+	cr_assert_eq(alex_checkpoint(r.below), 0);
+	rig_die(&r);
+	const uint8_t *base = alex_mem_get(r.m, DB, &n);
+	cr_assert_eq(n, sizeof want);
+	for (size_t i = 0; i < sizeof want; i++)
+		cr_assert_eq(base[i], want[i], "byte %zu of the database file", i);
+	alex_mem_free(r.m);
+}
