@@ -50,10 +50,12 @@ int alex_merge(alex_db *above, alex_db *below);
  * lsn, which the staging log names, unchanged -- and merges again. */
 int alex_merge_room(alex_db *above, alex_db *below);
 
-/* alex_merge by a caller that holds only SQLite's RESERVED lock (libalex.so's
- * flusher, ending a window no commit ended): readers may be at work, so
- * below neither checkpoints -- when due, at the next merge -- nor makes
- * room; a full disk is an error. */
+/* Catch-up and alex_merge by a caller that holds only SQLite's SHARED and
+ * RESERVED locks (libalex.so's flusher, ending a window no commit ended):
+ * readers may be at work, so below neither checkpoints -- when due, at the
+ * next merge -- nor makes room; a full disk is an error.  Below's
+ * checkpoint lock is taken without waiting (ALEX_EBUSY if another process
+ * holds it: one opening the WAL drains below under SHARED). */
 int alex_merge_held(alex_db *above, alex_db *below);
 
 /* Is the file system short of space for windows of `window` bytes (under

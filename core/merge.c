@@ -121,11 +121,22 @@ int alex_merge_room(alex_db *a, alex_db *b)
 
 int alex_merge_held(alex_db *a, alex_db *b)
 {
+	int err, rc;
+
 	if (!a || !b)
 		return ALEX_EINVAL;
+	/* a process opening the WAL drains and checkpoints below under SHARED
+	 * and this lock only: never beside it (review) */
+	if (b->log_fd >= 0 && !b->cfg.exclusive &&
+	    b->io.ops->lock(b->io.ctx, b->log_fd, ALEX_LOCK_CKPT, ALEX_EXCLUSIVE))
+		return ALEX_EBUSY;
 	b->ckpt_held = 1;
-	int err = alex_merge(a, b);
+	if (!(err = alex_stage_catch_up(a, b, 1)))
+		err = alex_merge(a, b);
 	b->ckpt_held = 0;
+	alex_stage_space(b); /* as every merge: a file system running short routes commits */
+	if ((rc = alex_log_lock_ckpt(b, 0)) && !err)
+		err = rc;
 	return err;
 }
 

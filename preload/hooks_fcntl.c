@@ -72,6 +72,12 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	return -1;
 }
 
+/* SQLite taking RESERVED (a write lock on that byte), the start of its writes */
+static int takes_reserved(int cmd, const struct flock *l)
+{
+	return sets_lock(cmd, l) && l->l_type == F_WRLCK && covers(l, SQLITE_RESERVED_BYTE);
+}
+
 /* A lock that the flusher's merge locks may refuse: any lock set on
  * SQLite's bytes (RESERVED, PENDING and EXCLUSIVE are write locks; a
  * SHARED read lock meets them only while it asks at PENDING) */
@@ -128,17 +134,29 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 		   alex_serve_commit_open(o->db) != 0) {
 		return -1;
 	}
-	int locks = lock_call(cmd, arg);
-	if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
-		*served_out = 1;
-	} else {
-		unsigned gen = __atomic_load_n(&o->db->flusher_gen, __ATOMIC_ACQUIRE);
-		r = real(fd, cmd, arg);
-		if (r != 0 && (errno == EAGAIN || errno == EACCES) && sets_sqlite_lock(cmd, arg) &&
-		    met_flusher(o->db, gen))
+	int locks = lock_call(cmd, arg), saved = errno;
+	unsigned gen = __atomic_load_n(&o->db->flusher_gen, __ATOMIC_ACQUIRE);
+	for (int again = 0;; again = 1) {
+		*served_out = 0;
+		if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
+			*served_out = 1;
+		} else {
 			r = real(fd, cmd, arg);
-		if (locks)
-			alex_locks_made(o, cmd, arg, r);
+			if (locks)
+				alex_locks_made(o, cmd, arg, r);
+		}
+		if (again || r == 0 || (errno != EAGAIN && errno != EACCES) ||
+		    !sets_sqlite_lock(cmd, arg) || !met_flusher(o->db, gen))
+			break;
+		errno = saved; /* a success the second time leaves it as it was */
+	}
+	if (r == 0 && takes_reserved(cmd, arg) && alex_serve_lock_reserved(o->db) != 0) {
+		int err = errno;
+		struct flock u = *(struct flock *)arg;
+		u.l_type = F_UNLCK;
+		alex_locks_made(o, cmd, &u, real(fd, cmd, &u));
+		errno = err;
+		return -1; /* SQLite: an I/O error taking RESERVED; nothing written yet */
 	}
 	if (r == 0 && (means & RELEASES_SHARED))
 		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);

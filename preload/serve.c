@@ -558,6 +558,20 @@ void alex_serve_wait(struct pdb *db)
 	pthread_mutex_unlock(&db->mu);
 }
 
+int alex_serve_lock_reserved(struct pdb *db)
+{
+	int saved = errno, rc = 0;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->stg)
+		rc = alex_staging_catch_up(db, 1);
+	pthread_mutex_unlock(&db->mu);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' merges: %s", db->path,
+			 alex_strerror(rc));
+	return answer(rc, saved);
+}
+
 int alex_serve_lock_shared(struct pdb *db)
 {
 	int saved = errno;
@@ -737,6 +751,7 @@ void alex_serve_forget(struct pdb *db)
 	alex_staging_forget(db);
 	alex_sync_forget(db->eng); /* the parent's syncing thread is not here */
 	db->syncing = 0;
+	db->forked = 1;
 	db->skip_dirsync = 0;
 	alex_locks_dropped(db); /* POSIX locks are not inherited */
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);

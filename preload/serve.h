@@ -67,6 +67,10 @@ int alex_serve_super_commit(struct pdb *db, const char *super);
 /* SQLite took SHARED (or EXCLUSIVE straight from it): other processes'
  * commits become visible.  0 or -1. */
 int alex_serve_lock_shared(struct pdb *db);
+/* SQLite took RESERVED: with a staging log, its engines catch up with what
+ * another process's flusher merged while this one held SHARED (staging.c:
+ * flusher_merge) -- nothing else can have moved.  0, or -1 with errno. */
+int alex_serve_lock_reserved(struct pdb *db);
 /* Waits until no engine call on db is under way (mu taken and let go). */
 void alex_serve_wait(struct pdb *db);
 

@@ -269,35 +269,48 @@ static int writer_locks(int fd)
 /*
  * A window no commit ended, ended as a commit ends one: merged, the latest
  * version of each page as one synced record, not every version of it
- * synced in the staging log.  It needs what a writer has, SHARED and
- * RESERVED, taken as open-file-description locks, which conflict with
- * every other process's and with this process's own (SQLite's POSIX
- * locks): no transaction is open anywhere.  Readers may be: a merge only
- * appends to the durable log and begins the staging log's next epoch,
- * whose records are written over only under EXCLUSIVE, and the durable log
- * neither checkpoints nor makes room meanwhile (alex_merge_held).  A lock
- * call of this process's SQLite that meets these locks waits for mu and
- * tries again (hooks_fcntl.c: flusher_gen).  Returns 0 merged, ALEX_EBUSY
- * when a writer is at work, or the merge's error.
+ * synced in the staging log.  It needs what a writer has, taken as
+ * open-file-description locks, which conflict with every other process's
+ * locks and with this process's own (SQLite's POSIX locks):
+ *
+ * - EXCLUSIVE when it can be had -- nobody holds any lock -- and then the
+ *   merge is the close's (alex_merge_room: the durable log may checkpoint,
+ *   or make room);
+ * - else SHARED and RESERVED: no transaction is open anywhere, readers may
+ *   be.  The merge only appends to the durable log and begins the staging
+ *   log's next epoch, whose records are written over only under
+ *   EXCLUSIVE; the durable log neither checkpoints nor makes room
+ *   (alex_merge_held).  A reader that holds SHARED across it has engines
+ *   that are behind: it catches up when it takes RESERVED, before its
+ *   first write (alex_serve_lock_reserved; review: without that its commit
+ *   went into the staging log's old epoch and was lost).
+ *
+ * A lock call of this process's SQLite that meets these locks waits for
+ * mu and is made again (hooks_fcntl.c: flusher_gen).  A forked child never
+ * merges here: it shares its parent's description of fd, so the two
+ * flushers would hold the locks at once (review).  Returns 0 merged,
+ * ALEX_EBUSY when a transaction is open, or the merge's error.
  */
 static int flusher_merge(struct pdb *db)
 {
 	int fd = alex_db_fd(db->eng), rc;
 
-	if (fd < 0)
+	if (fd < 0 || db->forked)
 		return ALEX_EBUSY;
 	__atomic_add_fetch(&db->flusher_gen, 1, __ATOMIC_ACQ_REL); /* odd: held, or about to be */
-	if (writer_locks(fd) != 0) {
-		rc = ALEX_EBUSY;
-	} else {
+	if (ofd_lock(fd, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) == 0) {
 		if (!(rc = alex_stage_catch_up(db->stg, db->eng, 1)))
-			rc = alex_merge_held(db->stg, db->eng);
-#ifdef ALEX_TESTING
-		if (alex_cfg.test_merge_us) /* a merge as slow as a slow disk's */
-			usleep(alex_cfg.test_merge_us);
-#endif
-		ofd_lock(fd, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
+			rc = alex_merge_room(db->stg, db->eng);
+	} else if (writer_locks(fd) == 0) {
+		rc = alex_merge_held(db->stg, db->eng);
+	} else {
+		rc = ALEX_EBUSY;
 	}
+#ifdef ALEX_TESTING
+	if (alex_cfg.test_merge_us && !rc) /* a merge as slow as a slow disk's */
+		usleep(alex_cfg.test_merge_us);
+#endif
+	ofd_lock(fd, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES); /* what it holds, or nothing */
 	__atomic_add_fetch(&db->flusher_gen, 1, __ATOMIC_ACQ_REL);
 	return rc;
 }

@@ -100,8 +100,10 @@ struct pdb {
 				the file, as made through the hook (locks.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
-				RESERVED byte to merge (staging.c), +2 each
-				time: a lock call that met it waits (mu) */
+				lock bytes to merge (staging.c), +2 each time:
+				a lock call that met them waits (mu) */
+	int forked;          /* this process is a fork of the one that opened
+				the engines: it shares their descriptions */
 	int syncing;         /* the flusher syncs the log without mu (1), or
 				the staging log (2): the engine must not
 				close before (mu) */
