@@ -146,6 +146,16 @@ static int ckpt_due(alex_db *db)
 	       (uint64_t)db->map.n * ALEX_BLOCK * CKPT_EARLY_RATIO <= used;
 }
 
+int alex_stage_ckpt_due(alex_db *b)
+{
+	int held = b->above_holds, due;
+
+	b->above_holds = 0; /* as it will be once the merge is in */
+	due = ckpt_due(b);
+	b->above_holds = held;
+	return due;
+}
+
 int alex_ckpt_if_due(alex_db *db)
 {
 	if (!ckpt_due(db))

@@ -58,6 +58,9 @@ int alex_merge_room(alex_db *above, alex_db *below);
  * holds it: one opening the WAL drains below under SHARED). */
 int alex_merge_held(alex_db *above, alex_db *below);
 
+/* Would below checkpoint once a merge is in (its log past checkpoint_bytes)? */
+int alex_stage_ckpt_due(alex_db *below);
+
 /* Is the file system short of space for windows of `window` bytes (under
  * sixteen of them free)?  As last seen at a merge; before the first one,
  * yes.  Then every commit is merged at once, and above's log stays small. */

@@ -331,8 +331,10 @@ static void before_fork(void)
 {
 	pthread_mutex_lock(&life);
 	pthread_mutex_lock(&reg);
-	for (struct pdb *p = head; p; p = p->next)
+	for (struct pdb *p = head; p; p = p->next) {
 		pthread_mutex_lock(&p->mu);
+		p->fork_shared = 1; /* parent and child: staging.c */
+	}
 }
 
 static void after_fork(void)

@@ -273,17 +273,21 @@ static int writer_locks(int fd)
  * open-file-description locks, which conflict with every other process's
  * locks and with this process's own (SQLite's POSIX locks):
  *
- * - EXCLUSIVE when it can be had -- nobody holds any lock -- and then the
- *   merge is the close's (alex_merge_room: the durable log may checkpoint,
- *   or make room);
- * - else SHARED and RESERVED: no transaction is open anywhere, readers may
- *   be.  The merge only appends to the durable log and begins the staging
- *   log's next epoch, whose records are written over only under
+ * - SHARED and RESERVED: no transaction is open anywhere, readers may be,
+ *   and go on.  The merge only appends to the durable log and begins the
+ *   staging log's next epoch, whose records are written over only under
  *   EXCLUSIVE; the durable log neither checkpoints nor makes room
  *   (alex_merge_held).  A reader that holds SHARED across it has engines
  *   that are behind: it catches up when it takes RESERVED, before its
  *   first write (alex_serve_lock_reserved; review: without that its commit
- *   went into the staging log's old epoch and was lost).
+ *   went into the staging log's old epoch and was lost);
+ * - EXCLUSIVE -- nobody holds any lock -- when the durable log's checkpoint
+ *   is due, or when a fork shares the engines' descriptions with another
+ *   process: their open-file-description locks (the durable log's
+ *   checkpoint lock among them) are then that process's too, and only
+ *   SQLite's bytes taken whole keep a drain of the other side (opening
+ *   the WAL: SHARED and that lock) out (second review).  The merge is then
+ *   the close's (alex_merge_room: the durable log may checkpoint).
  *
  * A lock call of this process's SQLite that meets these locks waits for
  * mu and is made again (hooks_fcntl.c: flusher_gen).  A forked child never
@@ -297,11 +301,12 @@ static int flusher_merge(struct pdb *db)
 
 	if (fd < 0 || db->forked)
 		return ALEX_EBUSY;
+	int whole = db->fork_shared || alex_stage_ckpt_due(db->eng);
 	__atomic_add_fetch(&db->flusher_gen, 1, __ATOMIC_ACQ_REL); /* odd: held, or about to be */
-	if (ofd_lock(fd, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) == 0) {
+	if (whole && ofd_lock(fd, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) == 0) {
 		if (!(rc = alex_stage_catch_up(db->stg, db->eng, 1)))
 			rc = alex_merge_room(db->stg, db->eng);
-	} else if (writer_locks(fd) == 0) {
+	} else if (!db->fork_shared && writer_locks(fd) == 0) {
 		rc = alex_merge_held(db->stg, db->eng);
 	} else {
 		rc = ALEX_EBUSY;

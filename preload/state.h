@@ -104,6 +104,9 @@ struct pdb {
 				a lock call that met them waits (mu) */
 	int forked;          /* this process is a fork of the one that opened
 				the engines: it shares their descriptions */
+	int fork_shared;     /* a fork shares the engines' descriptions (and
+				their open-file-description locks) with
+				another process, parent or child (staging.c) */
 	int syncing;         /* the flusher syncs the log without mu (1), or
 				the staging log (2): the engine must not
 				close before (mu) */
