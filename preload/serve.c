@@ -562,6 +562,10 @@ int alex_serve_lock_reserved(struct pdb *db)
 {
 	int saved = errno, rc = 0;
 
+	/* most databases stage nothing (FULL mode, WAL): no lock for them;
+	 * stg is set under mu, and looked at again there */
+	if (!__atomic_load_n(&db->stg, __ATOMIC_ACQUIRE))
+		return 0;
 	pthread_mutex_lock(&db->mu);
 	if (db->stg)
 		rc = alex_staging_catch_up(db, 1);
