@@ -7,6 +7,9 @@
 /* Copies every committed block into the base files, syncs them, and
  * begins a new epoch.  The caller keeps other writers out. */
 int alex_ckpt_run(struct alex_db *db);
+/* The same inside a commit, which waits for it: a small copy goes
+ * through the page cache, not past it (ckpt.c, FEW_IN_COMMIT). */
+int alex_ckpt_run_in_commit(struct alex_db *db);
 /* Everything committed is in the base (a checkpoint's copy, or a merge
  * into the engine below): the map empties, the next epoch begins (its
  * header synced if sync), the limits are the sizes.  An error stops the

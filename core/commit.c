@@ -160,7 +160,7 @@ int alex_ckpt_if_due(alex_db *db)
 {
 	if (!ckpt_due(db))
 		return 0;
-	int err = alex_ckpt_run(db);
+	int err = alex_ckpt_run_in_commit(db);
 	if (err)
 		db->st.checkpoint_failures++;
 	return err;
@@ -245,7 +245,7 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	 * SQLite writes it directly (its WAL and its checkpoints), and programs
 	 * without ALEX read it through the WAL, where no mark can reach them.
 	 * A failure is counted; libalex.so then refuses the WAL (docs/PRELOAD.md). */
-	if ((to_wal || ckpt_due(db)) && alex_ckpt_run(db))
+	if ((to_wal || ckpt_due(db)) && alex_ckpt_run_in_commit(db))
 		db->st.checkpoint_failures++;
 	return 0;
 }

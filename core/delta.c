@@ -139,7 +139,7 @@ int alex_delta_load(const struct alex_delta_src *src, const struct alex_loc *loc
 				return err;
 			break;
 		}
-		if (n && src->known && (img = src->known(src->ctx, &cur))) {
+		if (n && src->known && (img = src->known(src->ctx, src->key, &cur))) {
 			memcpy(blk, img, ALEX_BLOCK);
 			break;
 		}

@@ -43,12 +43,14 @@ struct alex_delta_src {
 	int (*stored)(void *ctx, const struct alex_loc *l, uint8_t *buf);
 	/* the content of a block that is not a DELTA: 0 or ALEX_E* */
 	int (*whole)(void *ctx, const struct alex_loc *l, uint8_t *blk);
-	/* the content at l when it is known without reading (may be NULL) */
-	const uint8_t *(*known)(void *ctx, const struct alex_loc *l);
+	/* the content of block key at l when it is known without reading
+	 * (may be NULL) */
+	const uint8_t *(*known)(void *ctx, uint64_t key, const struct alex_loc *l);
 	uint8_t *chain; /* ALEX_DELTA_DEPTH * ALEX_DELTA_MAX bytes */
 	/* the database file's block at root->off, for a chain rooted there
 	 * (format 9): 0 or ALEX_E*; NULL takes such a chain for damage */
 	int (*base)(void *ctx, const struct alex_loc *root, uint8_t *blk);
+	uint64_t key; /* the block's, for known */
 };
 
 /*

@@ -305,7 +305,8 @@ static int whole_at(void *ctx, const struct alex_loc *l, uint8_t *blk)
 static void read_page1(struct rd *r, struct alex_logmap *lm)
 {
 	const struct alex_loc *l = lm->nblk ? &lm->blk[0].loc : NULL;
-	struct alex_delta_src src = { &r->fd, stored_at, whole_at, NULL, NULL, NULL }; /* page 1 has no root in the file */
+	/* page 1 has no root in the file */
+	struct alex_delta_src src = { &r->fd, stored_at, whole_at, NULL, NULL, NULL, 0 };
 	uint8_t blk[ALEX_BLOCK];
 
 	if (!l || lm->blk[0].key != alex_key(ALEX_FILE_DB, 0) ||

@@ -12,9 +12,15 @@ static int make(alex_db *db)
 		return 1;
 	if (!(k = calloc(1, sizeof *k)))
 		return 0;
-	k->img = aligned_alloc(ALEX_BLOCK, (size_t)ALEX_KNOWN_SLOTS * ALEX_BLOCK);
+	/* FULL mode checkpoints early, when the log holds at most 64
+	 * blocks, and reads them back from the device (log.c) */
+	k->sets = db->cfg.sync == ALEX_SYNC_FULL ? ALEX_KNOWN_SETS_FULL : ALEX_KNOWN_SETS;
+	size_t n = (size_t)k->sets * ALEX_KNOWN_WAYS;
+	k->slot = calloc(n, sizeof *k->slot);
+	k->img = aligned_alloc(ALEX_BLOCK, n * ALEX_BLOCK);
 	k->chain = malloc((size_t)ALEX_DELTA_DEPTH * ALEX_DELTA_MAX);
-	if (!k->img || !k->chain) {
+	if (!k->slot || !k->img || !k->chain) {
+		free(k->slot);
 		free(k->img);
 		free(k->chain);
 		free(k);
@@ -24,43 +30,65 @@ static int make(alex_db *db)
 	return 1;
 }
 
-static uint32_t slot_of(const struct alex_loc *l)
+/* The first way of key's set: the top bits of a Fibonacci hash, which
+ * spread a run of consecutive blocks evenly over the sets. */
+static uint32_t set_of(const struct alex_known *k, uint64_t key)
 {
-	/* places are sector multiples: mix before masking */
-	return (uint32_t)((l->off * 0x9e3779b97f4a7c15ull) >> 40) & (ALEX_KNOWN_SLOTS - 1);
+	uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> 32;
+	return (uint32_t)(h * k->sets >> 32) * ALEX_KNOWN_WAYS;
 }
 
-static int same(const struct alex_known_slot *s, const struct alex_loc *l, uint32_t salt)
+static int same(const struct alex_known_slot *s, uint64_t key, const struct alex_loc *l,
+		uint32_t salt)
 {
-	return s->used && s->loc.off == l->off && s->loc.len == l->len && s->loc.crc == l->crc &&
-	       s->loc.flags == alex_loc_codec(l) && s->loc.epoch == l->epoch && s->salt == salt;
+	return s->stamp && s->key == key && s->loc.off == l->off && s->loc.len == l->len &&
+	       s->loc.crc == l->crc && s->loc.flags == alex_loc_codec(l) &&
+	       s->loc.epoch == l->epoch && s->salt == salt;
 }
 
-const uint8_t *alex_known_get(alex_db *db, const struct alex_loc *l, uint32_t *depth)
+const uint8_t *alex_known_get(alex_db *db, uint64_t key, const struct alex_loc *l,
+			      uint32_t *depth)
 {
-	if (!db->known)
+	struct alex_known *k = db->known;
+
+	if (!k)
 		return NULL;
-	uint32_t i = slot_of(l);
-	const struct alex_known_slot *s = &db->known->slot[i];
-	if (!same(s, l, db->hdr.salt))
-		return NULL;
-	if (depth)
-		*depth = s->depth;
-	return db->known->img[i];
+	for (uint32_t i = set_of(k, key), w = 0; w < ALEX_KNOWN_WAYS; w++, i++) {
+		if (!same(&k->slot[i], key, l, db->hdr.salt))
+			continue;
+		if (depth)
+			*depth = k->slot[i].depth;
+		return k->img[i];
+	}
+	return NULL;
 }
 
-void alex_known_put(alex_db *db, const struct alex_loc *l, const uint8_t *img, uint32_t depth)
+void alex_known_put(alex_db *db, uint64_t key, const struct alex_loc *l, const uint8_t *img,
+		    uint32_t depth)
 {
 	if (l->epoch != (uint32_t)db->hdr.epoch || !make(db))
 		return;
-	uint32_t i = slot_of(l);
-	struct alex_known_slot *s = &db->known->slot[i];
+	struct alex_known *k = db->known;
+	uint32_t first = set_of(k, key), i = first;
+	/* the block's own way (its older version is of no more use), else
+	 * the one put longest ago; an unused way has stamp 0 */
+	for (uint32_t w = 0; w < ALEX_KNOWN_WAYS; w++) {
+		struct alex_known_slot *s = &k->slot[first + w];
+		if (s->stamp && s->key == key) {
+			i = first + w;
+			break;
+		}
+		if (s->stamp < k->slot[i].stamp)
+			i = first + w;
+	}
+	struct alex_known_slot *s = &k->slot[i];
+	s->key = key;
 	s->loc = *l;
 	s->loc.flags = alex_loc_codec(l);
 	s->salt = db->hdr.salt;
 	s->depth = depth;
-	s->used = 1;
-	memcpy(db->known->img[i], img, ALEX_BLOCK);
+	s->stamp = ++k->tick;
+	memcpy(k->img[i], img, ALEX_BLOCK);
 }
 
 uint8_t *alex_known_chain(alex_db *db)
@@ -71,6 +99,7 @@ uint8_t *alex_known_chain(alex_db *db)
 void alex_known_free(alex_db *db)
 {
 	if (db->known) {
+		free(db->known->slot);
 		free(db->known->img);
 		free(db->known->chain);
 		free(db->known);

@@ -699,16 +699,17 @@ static int read_base(void *ctx, const struct alex_loc *root, uint8_t *blk)
 	return 0;
 }
 
-static const uint8_t *known_at(void *ctx, const struct alex_loc *loc)
+static const uint8_t *known_at(void *ctx, uint64_t key, const struct alex_loc *loc)
 {
-	return alex_known_get(ctx, loc, NULL);
+	return alex_known_get(ctx, key, loc, NULL);
 }
 
-/* The block at loc from the log: known, whole, or a chain walked back;
+/* Block key at loc from the log: known, whole, or a chain walked back;
  * keep: remember it (a committed place's) when it was not known. */
-static int read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk, int keep)
+static int read_block(struct alex_db *db, uint64_t key, const struct alex_loc *loc, uint8_t *blk,
+		      int keep)
 {
-	const uint8_t *img = alex_known_get(db, loc, NULL);
+	const uint8_t *img = alex_known_get(db, key, loc, NULL);
 	uint32_t depth = 0;
 	int err;
 
@@ -720,20 +721,21 @@ static int read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *b
 		err = read_whole(db, loc, blk);
 	} else {
 		struct alex_delta_src src = { db, read_stored, read_whole, known_at,
-					      alex_known_chain(db), read_base };
+					      alex_known_chain(db), read_base, key };
 		err = src.chain ? alex_delta_load(&src, loc, blk, &depth) : ALEX_ENOMEM;
 	}
 	if (!err && keep && alex_known_wanted(db))
-		alex_known_put(db, loc, blk, depth);
+		alex_known_put(db, key, loc, blk, depth);
 	return err;
 }
 
-int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+int alex_log_read_block(struct alex_db *db, uint64_t key, const struct alex_loc *loc,
+			uint8_t *blk)
 {
-	return read_block(db, loc, blk, 0);
+	return read_block(db, key, loc, blk, 0);
 }
 
-int alex_log_read_kept(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk)
+int alex_log_read_kept(struct alex_db *db, uint64_t key, const struct alex_loc *loc, uint8_t *blk)
 {
-	return read_block(db, loc, blk, 1);
+	return read_block(db, key, loc, blk, 1);
 }

@@ -62,10 +62,11 @@ int alex_log_trim(struct alex_db *db);
  * has); the engine then has no log. */
 int alex_log_remove(struct alex_db *db);
 /* Reads the stored bytes at loc and decodes them into blk, checking the crc. */
-int alex_log_read_block(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
+int alex_log_read_block(struct alex_db *db, uint64_t key, const struct alex_loc *loc,
+			uint8_t *blk);
 /* ... and keeps it (known.h), a committed place's, for the next delta of
  * it or the next read: a block read from a chain is not walked again. */
-int alex_log_read_kept(struct alex_db *db, const struct alex_loc *loc, uint8_t *blk);
+int alex_log_read_kept(struct alex_db *db, uint64_t key, const struct alex_loc *loc, uint8_t *blk);
 uint32_t alex_random32(void);
 
 #endif

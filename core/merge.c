@@ -34,7 +34,7 @@ static int merge_file(alex_db *a, alex_db *b, unsigned f, uint8_t *buf)
 		uint64_t k = a->map.keys[i];
 		if (!k || alex_key_file(k) != f)
 			continue;
-		if ((err = alex_log_read_block(a, &a->map.vals[i], buf)) ||
+		if ((err = alex_log_read_block(a, k, &a->map.vals[i], buf)) ||
 		    (err = alex_write(b, ef, buf, ALEX_BLOCK, alex_key_block(k) << ALEX_BLOCK_SHIFT)))
 			return err;
 	}

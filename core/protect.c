@@ -416,7 +416,7 @@ int alex_protect_check_base(struct alex_db *db)
 	if (!(blk = malloc(ALEX_BLOCK)))
 		return ALEX_ENOMEM;
 	if ((l = alex_map_get(&db->map, alex_key(ALEX_FILE_DB, 0)))) {
-		if ((err = alex_log_read_block(db, l, blk))) {
+		if ((err = alex_log_read_block(db, alex_key(ALEX_FILE_DB, 0), l, blk))) {
 			free(blk);
 			return err;
 		}

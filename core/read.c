@@ -63,14 +63,14 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	 * Such a block is kept: the next commit's delta of it, or another
 	 * read, needs no chain (page 1 also for SQLite's next look at it) */
 	if (loc && committed) {
-		if ((err = alex_log_read_kept(db, loc, out)))
+		if ((err = alex_log_read_kept(db, key, loc, out)))
 			return err;
 		if (key == alex_key(ALEX_FILE_DB, 0))
 			alex_page1_keep(db, loc, out, ALEX_BLOCK);
 		return 0;
 	}
 	if (loc)
-		return alex_log_read_block(db, loc, out);
+		return alex_log_read_block(db, key, loc, out);
 	uint64_t off = blk << ALEX_BLOCK_SHIFT;
 	if (db->base_fd[f] >= 0 && off < db->limit[f]) {
 		uint64_t want = db->limit[f] - off < ALEX_BLOCK ? db->limit[f] - off : ALEX_BLOCK;

@@ -123,7 +123,7 @@ static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t
 	if (alex_format_base_deltas(db->hdr.version) && alex_key_file(key) == ALEX_FILE_DB &&
 	    off < lim && lim - off < ALEX_BLOCK)
 		return 0;
-	if (!(old = alex_known_get(db, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
+	if (!(old = alex_known_get(db, key, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
 		return 0;
 	return alex_delta_make(old, img, l, depth + 1, out);
 }
@@ -241,7 +241,7 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 			const uint8_t *img = alex_col_slot(&db->col, db->order[i].slot);
 			uint32_t depth = e.flags == ALEX_BLK_DELTA ? alex_delta_depth(db->rec + at) : 0;
 			if (alex_known_wanted(db))
-				alex_known_put(db, &l, img, depth);
+				alex_known_put(db, db->order[i].key, &l, img, depth);
 			if (db->order[i].key == alex_key(ALEX_FILE_DB, 0))
 				alex_page1_keep(db, &l, img, ALEX_P1_HEAD);
 		}

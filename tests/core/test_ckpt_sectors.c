@@ -96,6 +96,31 @@ Test(ckpt_sectors, off_writes_whole_blocks)
 	cr_expect_eq(st.checkpoint_blocks, 7, "blocks %lu", (unsigned long)st.checkpoint_blocks);
 }
 
+/* A checkpoint that a commit runs, and waits for, writes a copy of a
+ * few pieces through the page cache: direct writes wait for the device.
+ * The same pieces from alex_checkpoint go direct (above). */
+Test(ckpt_sectors, a_commits_small_checkpoint_uses_the_page_cache)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config c;
+	struct alex_stats st;
+
+	alex_config_default(&c);
+	c.checkpoint_bytes = BLK; /* due at the first commit */
+	sqlite_like_file(m, page1);
+	alex_db *db = open_engine(&c, &io);
+	small_changes(db);
+	alex_stats(db, &st);
+	cr_assert_eq(st.checkpoints, 1, "checkpoints %lu", (unsigned long)st.checkpoints);
+	cr_expect_eq(st.checkpoint_sectors, 0, "sectors %lu", (unsigned long)st.checkpoint_sectors);
+	/* still compared: block 3 not written */
+	cr_expect_eq(st.checkpoint_blocks, 6, "blocks %lu", (unsigned long)st.checkpoint_blocks);
+	base_is(m, "in a commit");
+	alex_close(db);
+	alex_mem_free(m);
+}
+
 static int refuse(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n)
 {
 	(void)ctx, (void)dfd, (void)fd, (void)p, (void)n;

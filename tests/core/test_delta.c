@@ -152,9 +152,9 @@ static int m_whole(void *ctx, const struct alex_loc *l, uint8_t *blk)
 static const struct alex_loc *known_loc;
 static const uint8_t *known_img;
 
-static const uint8_t *m_known(void *ctx, const struct alex_loc *l)
+static const uint8_t *m_known(void *ctx, uint64_t key, const struct alex_loc *l)
 {
-	(void)ctx;
+	(void)ctx, (void)key;
 	return known_loc && known_loc->off == l->off && known_loc->crc == l->crc ? known_img : NULL;
 }
 
@@ -184,7 +184,7 @@ static void build_chain(int n)
 Test(delta, a_chain_is_walked_back_and_put_on_in_order)
 {
 	static uint8_t chain[ALEX_DELTA_DEPTH * ALEX_DELTA_MAX], blk[BLK];
-	struct alex_delta_src src = { NULL, m_stored, m_whole, m_known, chain, NULL };
+	struct alex_delta_src src = { NULL, m_stored, m_whole, m_known, chain, NULL, 0 };
 	uint32_t depth;
 
 	build_chain(ALEX_DELTA_DEPTH);
@@ -210,7 +210,7 @@ Test(delta, a_chain_is_walked_back_and_put_on_in_order)
 Test(delta, a_chain_that_goes_forward_or_lies_about_its_depth_is_damage)
 {
 	static uint8_t chain[ALEX_DELTA_DEPTH * ALEX_DELTA_MAX], blk[BLK];
-	struct alex_delta_src src = { NULL, m_stored, m_whole, NULL, chain, NULL };
+	struct alex_delta_src src = { NULL, m_stored, m_whole, NULL, chain, NULL, 0 };
 
 	build_chain(3);
 	/* version 2 says its prev is version 3, which lies after it */

@@ -358,7 +358,7 @@ static int m_stored1(void *ctx, const struct alex_loc *l, uint8_t *buf)
 Test(delta_base, a_chain_ends_at_its_root)
 {
 	static uint8_t chain[ALEX_DELTA_DEPTH * ALEX_DELTA_MAX], img[BLK], blk[BLK];
-	struct alex_delta_src src = { NULL, m_stored1, m_fail, NULL, chain, m_base };
+	struct alex_delta_src src = { NULL, m_stored1, m_fail, NULL, chain, m_base, 0 };
 	struct alex_loc root = { 6 * BLK, BLK, 0, ALEX_DELTA_BASE, 0 }, p;
 	uint32_t depth;
 
