@@ -104,6 +104,9 @@ int alex_stage_drain(alex_db *above, alex_db *below);
 
 /* Bytes of records in above's current epoch: what a merge would take. */
 uint64_t alex_stage_bytes(const alex_db *above);
+/* Distinct blocks committed in above's current epoch: what a merge would
+ * write below (its time goes with them, some 4 us a block). */
+uint64_t alex_stage_blocks(const alex_db *above);
 
 /*
  * Makes above's log durable as it stands (fdatasync, and its directory):

@@ -213,6 +213,11 @@ uint64_t alex_stage_bytes(const alex_db *a)
 	return a->epoch_commits ? a->append_off - alex_data_off(a) : 0;
 }
 
+uint64_t alex_stage_blocks(const alex_db *a)
+{
+	return a->epoch_commits ? a->map.n : 0;
+}
+
 #define MOVE_MAX ((size_t)256 << 20)
 
 /* The open transaction of above, as it would commit it. */

@@ -27,6 +27,10 @@
 #           guards the rule, it is no sure detector);
 #  window   a burst of commits reaches the durable log as a few merges,
 #           not one record per commit;
+#  blocks   a window of commits to many distinct pages ends when they
+#           would fill half an extent (128 blocks by default), well before
+#           its time: no merged record of the durable log holds more, so
+#           the commit that merges stays short;
 #  failed   an open that cannot attach the staging log fails, and changes
 #           nothing: its engine, opened with no lock held, must not
 #           checkpoint at its close (another process's commits may be
@@ -262,6 +266,33 @@ n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t")
 [ "$n" = 3000 ] && ok || bad "window: $n rows"
 if [ "$recs" -ge 1 ] && [ "$recs" -lt 300 ]; then ok; else
 	bad "window: 3000 commits made $recs records of the durable log"; fi
+
+# ---- blocks ---------------------------------------------------------------
+db=$tmp/blocks.db
+python3 - "$db" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+con.execute("create table t(id integer primary key, v text)")
+con.executemany("insert into t values(?, ?)", [(i, 'x' * 40) for i in range(30000)])
+con.commit()
+PY
+cat >"$tmp/spread.py" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+for i in range(0, 30000, 90): # one row of each of some 330 pages
+    con.execute("update t set v = ? where id = ?", ('y' * 40, i))
+PY
+ALEX_STAGE=1 ALEX_SYNC_MS=60000 ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib \
+	python3 "$tmp/spread.py" "$db"
+"$B/alex" inspect "$db" >"$tmp/blocks.txt" 2>&1
+# the records' lines: offset lsn txn kind state blocks ...
+most=$(awk '$4 == "commit" && $5 == "committed" { if ($6 > m) m = $6; n++ } END { print n + 0, m + 0 }' \
+	"$tmp/blocks.txt")
+set -- $most
+if [ "$1" -ge 3 ] && [ "$2" -le 128 ]; then ok; else
+	bad "blocks: $1 merged records, the largest of $2 blocks (want >= 3, <= 128)"; fi
+n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t where v = '$(printf 'y%.0s' $(seq 40))'")
+[ "$n" = 334 ] && ok || bad "blocks: $n rows updated, want 334"
 
 # ---- failed ---------------------------------------------------------------
 db=$tmp/failed.db
