@@ -55,7 +55,10 @@ static void base_is(alex_mem *m, const char *what)
 			     want[i]);
 }
 
-static void run(int direct, const struct alex_io_ops *ops, struct alex_stats *st)
+/* small_changes checkpointed by alex_checkpoint, or in_commit: by the
+ * commit itself, which finds its log past checkpoint_bytes. */
+static void run_as(int direct, const struct alex_io_ops *ops, int in_commit,
+		   struct alex_stats *st)
 {
 	alex_mem *m = alex_mem_new();
 	struct alex_io io = alex_mem_io(m);
@@ -65,14 +68,23 @@ static void run(int direct, const struct alex_io_ops *ops, struct alex_stats *st
 		io.ops = ops;
 	alex_config_default(&c);
 	c.ckpt_direct = direct;
+	if (in_commit)
+		c.checkpoint_bytes = BLK;
 	sqlite_like_file(m, page1);
 	alex_db *db = open_engine(&c, &io);
 	small_changes(db);
-	cr_assert_eq(alex_checkpoint(db), 0);
+	if (!in_commit)
+		cr_assert_eq(alex_checkpoint(db), 0);
 	alex_stats(db, st);
-	base_is(m, direct ? "direct" : "buffered");
+	cr_assert_eq(st->checkpoints, 1, "checkpoints %lu", (unsigned long)st->checkpoints);
+	base_is(m, in_commit ? "in a commit" : direct ? "direct" : "buffered");
 	alex_close(db);
 	alex_mem_free(m);
+}
+
+static void run(int direct, const struct alex_io_ops *ops, struct alex_stats *st)
+{
+	run_as(direct, ops, 0, st);
 }
 
 Test(ckpt_sectors, only_the_changed_sectors)
@@ -101,24 +113,12 @@ Test(ckpt_sectors, off_writes_whole_blocks)
  * The same pieces from alex_checkpoint go direct (above). */
 Test(ckpt_sectors, a_commits_small_checkpoint_uses_the_page_cache)
 {
-	alex_mem *m = alex_mem_new();
-	struct alex_io io = alex_mem_io(m);
-	struct alex_config c;
 	struct alex_stats st;
 
-	alex_config_default(&c);
-	c.checkpoint_bytes = BLK; /* due at the first commit */
-	sqlite_like_file(m, page1);
-	alex_db *db = open_engine(&c, &io);
-	small_changes(db);
-	alex_stats(db, &st);
-	cr_assert_eq(st.checkpoints, 1, "checkpoints %lu", (unsigned long)st.checkpoints);
+	run_as(1, NULL, 1, &st);
 	cr_expect_eq(st.checkpoint_sectors, 0, "sectors %lu", (unsigned long)st.checkpoint_sectors);
 	/* still compared: block 3 not written */
 	cr_expect_eq(st.checkpoint_blocks, 6, "blocks %lu", (unsigned long)st.checkpoint_blocks);
-	base_is(m, "in a commit");
-	alex_close(db);
-	alex_mem_free(m);
 }
 
 static int refuse(void *ctx, int dfd, int fd, const struct alex_piece *p, size_t n)
