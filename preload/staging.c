@@ -142,7 +142,10 @@ int alex_staging_catch_up(struct pdb *db, int locked)
  * for a window of random updates over a large file, 950 of them).  So a
  * window also ends when its blocks would fill half an extent -- as its
  * staged bytes do -- which holds that commit to about 0.8 ms by default;
- * the merges come more often only where few versions were saved. */
+ * the merges come more often only where few versions were saved, and a
+ * transaction of more blocks than that merges at the next commit.  OFF
+ * mode, which merges at half an extent of staged bytes, does so at as
+ * many blocks too. */
 static int blocks_full(const alex_db *a)
 {
 	return alex_stage_blocks(a) * ALEX_BLOCK >= alex_cfg.engine.extent_bytes / 2;
@@ -197,8 +200,6 @@ int alex_staging_commit(struct pdb *db, int *kick)
 	default:
 		break;
 	}
-	if (blocks_full(a))
-		return window_end(db);
 	uint64_t now = alex_now_ns();
 	if (!db->stg_since) {
 		db->stg_since = now;
@@ -206,8 +207,11 @@ int alex_staging_commit(struct pdb *db, int *kick)
 		return 0;
 	}
 	unsigned ms = alex_cfg.engine.sync_ms - alex_cfg.engine.sync_ms / 4;
-	if (alex_flush_past(alex_cfg.engine.extent_bytes / 2, (uint64_t)ms * 1000000u,
-			    alex_stage_bytes(a), db->stg_since, now))
+	/* a merge refused (then the staging log is synced) starts the clock
+	 * again: the next try is not at the very next commit (review) */
+	if (blocks_full(a) || alex_flush_past(alex_cfg.engine.extent_bytes / 2,
+					      (uint64_t)ms * 1000000u, alex_stage_bytes(a),
+					      db->stg_since, now))
 		return window_end(db);
 	return 0;
 }
