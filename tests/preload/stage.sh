@@ -268,61 +268,52 @@ if [ "$recs" -ge 1 ] && [ "$recs" -lt 300 ]; then ok; else
 	bad "window: 3000 commits made $recs records of the durable log"; fi
 
 # ---- blocks ---------------------------------------------------------------
-db=$tmp/blocks.db
-python3 - "$db" <<'PY'
+# A table of 30 000 short rows (some 330 pages) in $1.
+blocks_db() {
+	python3 - "$1" <<'PY'
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
 con.execute("create table t(id integer primary key, v text)")
 con.executemany("insert into t values(?, ?)", [(i, 'x' * 40) for i in range(30000)])
 con.commit()
 PY
+}
+# Database $1, its rows set to 40 times $2: at least 3 merged records, none
+# of more than $3 blocks, and all 334 rows changed; $4 names the case.
+blocks_check() {
+	local n
+	"$B/alex" inspect "$1" >"$tmp/blocks.txt" 2>&1
+	# the records' lines: offset lsn txn kind state blocks ...
+	set -- "$@" $(awk '$4 == "commit" && $5 == "committed" { if ($6 > m) m = $6; n++ }
+		END { print n + 0, m + 0 }' "$tmp/blocks.txt")
+	if [ "$5" -ge 3 ] && [ "$6" -le "$3" ]; then ok; else
+		bad "$4: $5 merged records, the largest of $6 blocks (want >= 3, <= $3)"; fi
+	n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$1" \
+		"select count(*) from t where v = '$(printf "$2%.0s" $(seq 40))'")
+	[ "$n" = 334 ] && ok || bad "$4: $n rows updated, want 334"
+}
 cat >"$tmp/spread.py" <<'PY'
 import sqlite3, sys
-con = sqlite3.connect(sys.argv[1], isolation_level=None)
-for i in range(0, 30000, 90): # one row of each of some 330 pages
-    con.execute("update t set v = ? where id = ?", ('y' * 40, i))
+con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+start, step, v = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] * 40
+for i in range(start, 30000, step): # one row of each page it visits
+    con.execute("update t set v = ? where id = ?", (v, i))
 PY
-ALEX_STAGE=1 ALEX_SYNC_MS=60000 ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib \
-	python3 "$tmp/spread.py" "$db"
-"$B/alex" inspect "$db" >"$tmp/blocks.txt" 2>&1
-# the records' lines: offset lsn txn kind state blocks ...
-most=$(awk '$4 == "commit" && $5 == "committed" { if ($6 > m) m = $6; n++ } END { print n + 0, m + 0 }' \
-	"$tmp/blocks.txt")
-set -- $most
-if [ "$1" -ge 3 ] && [ "$2" -le 128 ]; then ok; else
-	bad "blocks: $1 merged records, the largest of $2 blocks (want >= 3, <= 128)"; fi
-n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t where v = '$(printf 'y%.0s' $(seq 40))'")
-[ "$n" = 334 ] && ok || bad "blocks: $n rows updated, want 334"
+spread() {
+	ALEX_STAGE=1 ALEX_SYNC_MS=60000 ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib \
+		python3 "$tmp/spread.py" "$@"
+}
+db=$tmp/blocks.db
+blocks_db "$db"
+spread "$db" 0 90 y
+blocks_check "$db" y 128 blocks
 # ... two processes at once, each on every other page: the window is the
 # staging log's, so its blocks count both (a commit that is the first of
 # its process's window is not looked at: a record may hold a block more)
 db=$tmp/blocks2.db
-python3 - "$db" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-con.execute("create table t(id integer primary key, v text)")
-con.executemany("insert into t values(?, ?)", [(i, 'x' * 40) for i in range(30000)])
-con.commit()
-PY
-cat >"$tmp/spread2.py" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-for i in range(int(sys.argv[2]), 30000, 180):
-    con.execute("update t set v = ? where id = ?", ('z' * 40, i))
-PY
-for start in 0 90; do
-	ALEX_STAGE=1 ALEX_SYNC_MS=60000 ALEX_KEEP_LOG=1 ALEX_CHECKPOINT_ON_CLOSE=0 LD_PRELOAD=$lib \
-		python3 "$tmp/spread2.py" "$db" $start &
-done
-wait
-"$B/alex" inspect "$db" >"$tmp/blocks2.txt" 2>&1
-most=$(awk '$4 == "commit" && $5 == "committed" { if ($6 > m) m = $6; n++ } END { print n + 0, m + 0 }' \
-	"$tmp/blocks2.txt")
-set -- $most
-if [ "$1" -ge 3 ] && [ "$2" -le 130 ]; then ok; else
-	bad "blocks, two processes: $1 merged records, the largest of $2 blocks (want >= 3, <= 130)"; fi
-n=$(ALEX_STAGE=1 LD_PRELOAD=$lib sqlite3 "$db" "select count(*) from t where v = '$(printf 'z%.0s' $(seq 40))'")
-[ "$n" = 334 ] && ok || bad "blocks, two processes: $n rows updated, want 334"
+blocks_db "$db"
+spread "$db" 0 180 z & spread "$db" 90 180 z & wait
+blocks_check "$db" z 130 "blocks, two processes"
 
 # ---- failed ---------------------------------------------------------------
 db=$tmp/failed.db
