@@ -99,6 +99,7 @@ struct direct {
 	uint8_t *buf; /* BATCH sectors, aligned for O_DIRECT */
 	struct alex_piece p[BATCH];
 	size_t np, used; /* pieces, and sectors of buf they hold */
+	size_t few;      /* pieces or fewer in a flush: the page cache */
 };
 
 /* The queued pieces one by one through descriptor fd. */
@@ -122,7 +123,7 @@ static int direct_flush(alex_db *db, struct direct *d)
 
 	if (!d->np)
 		return 0;
-	if (d->np <= (db->ckpt_in_commit ? FEW_IN_COMMIT : FEW)) {
+	if (d->np <= d->few) {
 		/* a short process's close: waiting for the device here, and
 		 * for a ring, cost more time (8 % of a one-row sqlite3 run)
 		 * than the bytes are worth (7 % of its device bytes) */
@@ -255,7 +256,8 @@ static int direct_allowed(const alex_db *db)
  * engine's life (free_db): closing it would drop every POSIX lock the
  * process holds on the database, SQLite's included -- the first version
  * closed it after each checkpoint, and multiproc.sh lost updates. */
-static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uint8_t *bounce)
+static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uint8_t *bounce,
+			size_t few)
 {
 	int err;
 
@@ -263,6 +265,7 @@ static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uin
 	d->fd = db->base_fd[f];
 	d->buf = bounce;
 	d->np = d->used = 0;
+	d->few = few;
 	if (!bounce || f != ALEX_FILE_DB || !n || !direct_allowed(db))
 		return;
 	if (db->base_dfd < 0 && (err = db->io.ops->open_direct(db->io.ctx, d->fd, &db->base_dfd))) {
@@ -279,10 +282,11 @@ static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uin
  * mark's bytes as they are on disk over its first 100 (slow: the unmark
  * then writes the true ones, and is synced), or -- an epoch that is not
  * fenced, whose header decides -- as it is.  min_size: no shorter than
- * this yet (the slow unmark needs the mark's bytes to stay).
+ * this yet (the slow unmark needs the mark's bytes to stay).  few: FEW
+ * or FEW_IN_COMMIT.
  */
 static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
-		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size)
+		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size, size_t few)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	uint64_t phys = 0;
@@ -317,7 +321,7 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 	if (slow && (err = o->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
 		return err;
 	struct direct d;
-	direct_open(db, f, n, &d, bounce);
+	direct_open(db, f, n, &d, bounce, few);
 	if ((err = copy_blocks(db, f, keys, n, buf, old, marked ? (slow ? raw : NULL) : NULL, marked,
 			       &d)))
 		return err;
@@ -397,7 +401,7 @@ static uint64_t *sorted_keys(const struct alex_map *map, size_t *n)
 	return keys;
 }
 
-static int run_once(alex_db *db)
+static int run_once(alex_db *db, size_t few)
 {
 	uint8_t true_hdr[ALEX_BASE_HDR];
 	uint64_t *keys = NULL;
@@ -470,7 +474,7 @@ static int run_once(alex_db *db)
 			i++;
 		if ((err = copy_file(db, f, keys + start, i - start, buf, old, bounce,
 				     slow && f == ALEX_FILE_DB,
-				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0))) {
+				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0, few))) {
 			/* A failed write-back leaves its pages clean in the
 			 * cache, showing bytes the disk lacks, and the sync
 			 * reports the error once: a retry that compared with
@@ -544,7 +548,7 @@ static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr)
 
 /* On a full disk the log's preallocated tail may be what the base needs to
  * grow into: give it back and try once more. */
-int alex_ckpt_run(alex_db *db)
+static int ckpt_run(alex_db *db, size_t few)
 {
 	if (db->cfg.readonly)
 		return EROFS;
@@ -558,17 +562,19 @@ int alex_ckpt_run(alex_db *db)
 	 * began checkpointed at its close and orphaned them) */
 	if (alex_stage_unmerged(db))
 		return ALEX_EBUSY;
-	int err = run_once(db);
+	int err = run_once(db, few);
 
 	if ((err == ENOSPC || err == EDQUOT) && !db->failed && alex_log_trim(db) == 0)
-		err = run_once(db);
+		err = run_once(db, few);
 	return err;
+}
+
+int alex_ckpt_run(alex_db *db)
+{
+	return ckpt_run(db, FEW);
 }
 
 int alex_ckpt_run_in_commit(alex_db *db)
 {
-	db->ckpt_in_commit = 1;
-	int err = alex_ckpt_run(db);
-	db->ckpt_in_commit = 0;
-	return err;
+	return ckpt_run(db, FEW_IN_COMMIT);
 }

@@ -51,7 +51,6 @@ struct alex_db {
 	char *log_path;
 	char *shm_path;           /* the log's change counter (shm.c) */
 	int base_fd[ALEX_NFILES]; /* -1 until needed */
-	int ckpt_in_commit;       /* the running checkpoint's commit waits for it */
 	int ckpt_doubt;           /* a checkpoint's copy failed: the page cache
 				     may show bytes the disk lacks, so the next
 				     copies all, compared with nothing (ckpt.c) */
