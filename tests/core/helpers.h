@@ -249,4 +249,19 @@ static inline void cut_every_io(void *arg, uint64_t op, enum alex_mem_op kind, i
 		c->img[c->n++] = alex_mem_crash(c->m, ALEX_CRASH_SUBSET, op * 4 + seed);
 }
 
+/* db (on m) synced, then checkpointed with images cut at every I/O of the
+ * checkpoint, and closed: more than 8 of them; free each, and img. */
+static inline struct cuts checkpoint_cuts(alex_mem *m, alex_db *db)
+{
+	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
+
+	cr_assert_eq(alex_sync(db), 0);
+	alex_mem_on_op(m, cut_every_io, &cuts);
+	cr_assert_eq(alex_checkpoint(db), 0);
+	alex_mem_on_op(m, NULL, NULL);
+	alex_close(db);
+	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
+	return cuts;
+}
+
 #endif

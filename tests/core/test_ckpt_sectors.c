@@ -148,7 +148,6 @@ Test(ckpt_sectors, power_cut_in_the_copy)
 	alex_mem *m = alex_mem_new();
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config c;
-	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
 	uint8_t b[BLK];
 	size_t got;
 
@@ -157,12 +156,7 @@ Test(ckpt_sectors, power_cut_in_the_copy)
 	sqlite_like_file(m, page1);
 	alex_db *db = open_engine(&c, &io);
 	small_changes(db);
-	cr_assert_eq(alex_sync(db), 0);
-	alex_mem_on_op(m, cut_every_io, &cuts);
-	cr_assert_eq(alex_checkpoint(db), 0);
-	alex_mem_on_op(m, NULL, NULL);
-	alex_close(db);
-	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
+	struct cuts cuts = checkpoint_cuts(m, db);
 	for (size_t i = 0; i < cuts.n; i++) {
 		struct alex_io iio = alex_mem_io(cuts.img[i]);
 		alex_db *r = open_engine(&c, &iio);

@@ -87,14 +87,8 @@ static void reads_as_want(alex_db *db, const char *what)
 static void checkpoint_cut_everywhere(alex_mem *m, alex_db *db, const struct alex_config *c,
 				      int again, unsigned nb)
 {
-	struct cuts cuts = { m, calloc(4096, sizeof(alex_mem *)), 0, 4096 };
+	struct cuts cuts = checkpoint_cuts(m, db);
 
-	cr_assert_eq(alex_sync(db), 0);
-	alex_mem_on_op(m, cut_every_io, &cuts);
-	cr_assert_eq(alex_checkpoint(db), 0);
-	alex_mem_on_op(m, NULL, NULL);
-	alex_close(db);
-	cr_assert_gt(cuts.n, 8, "images: %zu", cuts.n);
 	for (size_t i = 0; i < cuts.n; i++) {
 		struct alex_io iio = alex_mem_io(cuts.img[i]);
 		alex_db *r = open_engine(c, &iio);
