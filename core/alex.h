@@ -104,6 +104,11 @@ struct alex_config {
 					     512-byte sectors, past the page
 					     cache (O_DIRECT), where the file
 					     system lets us (default 1; ckpt.c) */
+	int ckpt_carry;                   /* FULL: a checkpoint begins the next
+					     epoch first and copies the last
+					     one beside the commits that follow
+					     (format 10; ckpt.c, carry.c;
+					     default 0) */
 	uint64_t crypt_buffer_bytes;      /* with a key: the bounce buffer the
 					     database file's writes are encrypted
 					     through (default 64 KiB) */
@@ -409,6 +414,8 @@ struct alex_stats {
 				      finished before a crash, nothing to replay */
 	int log_present;           /* there is a log file (it may hold nothing) */
 	uint64_t space_checkpoints; /* checkpoints to make room on a full disk */
+	uint64_t carries;          /* epochs begun carrying the last (format 10) */
+	uint64_t carry_applies;    /* carried epochs copied into the base */
 	uint64_t log_trims;        /* preallocated log space given back */
 	uint64_t fenced_epochs;    /* epochs whose first commit fenced the base */
 	uint64_t fence_rides;      /* fences made durable by the commit's own

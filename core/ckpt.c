@@ -401,7 +401,10 @@ static uint64_t *sorted_keys(const struct alex_map *map, size_t *n)
 	return keys;
 }
 
-static int run_once(alex_db *db, size_t few)
+/* copy: only copy every committed block and sync the base (a carried
+ * epoch's, carry.c), no new epoch, no unmark: the fence stays, and so does
+ * the log.  A transaction may be open (its blocks are not in the map). */
+static int run_once(alex_db *db, size_t few, int copy)
 {
 	uint8_t true_hdr[ALEX_BASE_HDR];
 	uint64_t *keys = NULL;
@@ -412,13 +415,15 @@ static int run_once(alex_db *db, size_t few)
 
 	if (db->failed)
 		return ALEX_EFAILED;
-	if (db->pending.n || db->txn_truncated || db->cond_open || db->doubt)
+	if ((!copy && (db->pending.n || db->txn_truncated)) || db->cond_open || db->doubt)
 		return ALEX_EBUSY; /* not while a transaction across databases is undecided */
 	/* Staged commits above this epoch: the fence stays on after it too.
 	 * The staging log names this log by its uuid and next lsn, which the
 	 * next epoch keeps, so its records still lie over what this leaves
 	 * (merge.c: alex_merge_room). */
 	int keep = db->above_holds;
+	if (copy && !db->epoch_commits)
+		return ALEX_EBUSY; /* nothing to copy, and no mark to take off */
 	if (!db->epoch_commits) {
 		if (keep)
 			return ALEX_EBUSY; /* no room to be had, and no mark to clear */
@@ -464,7 +469,7 @@ static int run_once(alex_db *db, size_t few)
 	uint64_t csize0 = db->csize[ALEX_FILE_DB];
 	int slow = fenced && db->mark.kind != ALEX_MARK_NONE &&
 		   (csize0 < ALEX_BASE_HDR || !alex_protect_markable(true_hdr, ALEX_BASE_HDR));
-	if (slow && keep) {
+	if (slow && (keep || copy)) {
 		err = ALEX_EBUSY; /* the true page 1 would leave with the epoch */
 		goto out;
 	}
@@ -488,6 +493,8 @@ static int run_once(alex_db *db, size_t few)
 		}
 	}
 	db->ckpt_doubt = 0;
+	if (copy)
+		goto out;
 	if (slow && (err = unmark_synced(db, true_hdr)))
 		goto out;
 	/* Keeping the fence, the next header is synced: the retried merge
@@ -562,10 +569,10 @@ static int ckpt_run(alex_db *db, size_t few)
 	 * began checkpointed at its close and orphaned them) */
 	if (alex_stage_unmerged(db))
 		return ALEX_EBUSY;
-	int err = run_once(db, few);
+	int err = run_once(db, few, 0);
 
 	if ((err == ENOSPC || err == EDQUOT) && !db->failed && alex_log_trim(db) == 0)
-		err = run_once(db, few);
+		err = run_once(db, few, 0);
 	return err;
 }
 
@@ -577,4 +584,11 @@ int alex_ckpt_run(alex_db *db)
 int alex_ckpt_run_in_commit(alex_db *db)
 {
 	return ckpt_run(db, FEW_IN_COMMIT);
+}
+
+int alex_ckpt_copy(alex_db *db)
+{
+	if (db->cfg.readonly)
+		return EROFS;
+	return run_once(db, FEW_IN_COMMIT, 1);
 }

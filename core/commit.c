@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "carry.h"
 #include "ckpt.h"
 #include "dbg.h"
 #include "engine.h"
@@ -205,8 +206,10 @@ static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
 		db->txn_cut[f] = ALEX_NO_TRUNC;
 	}
 	db->txn++;
+	db->own_cut |= db->txn_truncated;
 	db->txn_truncated = 0;
 	db->epoch_commits++;
+	db->own_commits++;
 	db->st.commits++;
 	return 0;
 }
@@ -245,8 +248,16 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	 * SQLite writes it directly (its WAL and its checkpoints), and programs
 	 * without ALEX read it through the WAL, where no mark can reach them.
 	 * A failure is counted; libalex.so then refuses the WAL (docs/PRELOAD.md). */
-	if ((to_wal || ckpt_due(db)) && alex_ckpt_run_in_commit(db))
+	if (!to_wal && ckpt_due(db) && alex_carry_possible(db)) {
+		/* only a header: the copy comes at a later commit (carry.c) */
+		if (alex_carry_begin(db))
+			db->st.checkpoint_failures++;
+	} else if (to_wal || ckpt_due(db)) {
+		if (alex_ckpt_run_in_commit(db))
+			db->st.checkpoint_failures++;
+	} else if (alex_carry_apply_due(db) && alex_carry_apply(db)) {
 		db->st.checkpoint_failures++;
+	}
 	return 0;
 }
 

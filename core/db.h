@@ -68,6 +68,12 @@ struct alex_db {
 	/* log position */
 	struct alex_loghdr hdr;      /* the current epoch, as it must be on disk */
 	struct alex_loghdr hdr_disk; /* as its slot was last written */
+	int hdr_slot;                /* the slot hdr_disk is in (log.c: slot_for) */
+	int hdr_synced;              /* ... and a log sync followed its write */
+	uint64_t walk_epoch;         /* recover.c: the carried epoch being read */
+	uint64_t own_commits;        /* commits in this epoch's own records (a
+				        carried epoch's are not counted) */
+	int own_cut;                 /* ... one of which cut a file short */
 	int epoch_live;       /* hdr's epoch takes records at append_off; if 0,
 				 the next record begins a new epoch (or log) */
 	int epoch_started;    /* the base carries this epoch's fence (or the

@@ -223,7 +223,10 @@
 				 keeps out every reader that cannot honour it */
 #define ALEX_FORMAT_V9 9u     /* version 8 with DELTA blocks rooted at the
 				 database file (below) */
+#define ALEX_FORMAT_V10 10u   /* version 9 with carried epochs (below): made
+				 only with ALEX_CKPT_CARRY */
 #define ALEX_FORMAT_NEW ALEX_FORMAT_V9 /* what a new log without a key is made with */
+#define ALEX_FORMAT_MAX ALEX_FORMAT_V10 /* the latest this reader knows */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */
 #define ALEX_FORMAT_V1 1u     /* read, never written */
@@ -232,7 +235,7 @@
 #define ALEX_SECTOR 512u      /* records' unit in format 6 (above) */
 #define ALEX_LOG_MAGIC "ALEXLOG"      /* 8 bytes with the NUL */
 #define ALEX_REC_MAGIC 0x52584c41u    /* "ALXR" */
-#define ALEX_HDR_SLOT_USED 172u
+#define ALEX_HDR_SLOT_USED 220u
 #define ALEX_HDR_BASE 1u      /* header flag: the base copy is present */
 #define ALEX_HDR_FENCED 2u    /* header flag: the epoch is fenced (protect.c) */
 #define ALEX_HDR_XTS 4u       /* header flag, format 5 only: blocks' stored bytes
@@ -254,6 +257,9 @@
 #define ALEX_REC_ENTRY 20u
 #define ALEX_REC_COMMIT 1u
 #define ALEX_REC_COND 2u
+#define ALEX_REC_CARRY 4u     /* format 10: the record's epoch is carried (its
+				 header names a fence or records of an earlier
+				 epoch), so no header can be rebuilt from it */
 #define ALEX_COND_MAX 4096u   /* longest super-journal path a record holds */
 #define ALEX_BLK_LZ4 1u
 #define ALEX_BLK_GAP 2u
@@ -282,6 +288,11 @@ struct alex_loghdr {
 	uint32_t version; /* filled in by decode; encode writes it back (0: the
 			     current one), so a slot decodes and encodes alike */
 	uint64_t data_off; /* the epoch's first record (0 encodes as ALEX_LOG_DATA) */
+	/* format 10 (0 before: fence_epoch then reads as epoch) */
+	uint64_t fence_epoch; /* whose fence the database file carries for it */
+	uint64_t prev_epoch;  /* 0, or the carried epoch replayed first: */
+	uint64_t prev_off, prev_end, prev_lsn; /* its records, first lsn */
+	uint32_t prev_salt, reserved;
 };
 
 struct alex_rec {
@@ -349,19 +360,49 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED]);
 /* Version 7's layout: records on sectors, DELTA blocks. */
 static inline int alex_format_deltas(uint32_t v)
 {
-	return v == ALEX_FORMAT_V7 || v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9;
+	return v == ALEX_FORMAT_V7 || v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9 ||
+	       v == ALEX_FORMAT_V10;
 }
 
 /* Version 8's layout, which may say STAGED. */
 static inline int alex_format_staged(uint32_t v)
 {
-	return v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9;
+	return v == ALEX_FORMAT_V8 || v == ALEX_FORMAT_V9 || v == ALEX_FORMAT_V10;
 }
 
 /* Version 9: DELTA blocks may be rooted at the database file. */
 static inline int alex_format_base_deltas(uint32_t v)
 {
-	return v == ALEX_FORMAT_V9;
+	return v == ALEX_FORMAT_V9 || v == ALEX_FORMAT_V10;
+}
+
+/* Version 10: epochs may be carried (checkpoint off the commit path). */
+static inline int alex_format_carry(uint32_t v)
+{
+	return v == ALEX_FORMAT_V10;
+}
+
+/* The epoch whose fence the database file carries for h's records. */
+static inline uint64_t alex_hdr_fence_epoch(const struct alex_loghdr *h)
+{
+	return h->fence_epoch ? h->fence_epoch : h->epoch;
+}
+
+/* Which of two valid slots is current: the later epoch; of one epoch, the
+ * slot whose carried records were since checkpointed (format 10 writes it
+ * to the other slot); else slot 0. */
+static inline int alex_loghdr_pick(const struct alex_loghdr *h0, const struct alex_loghdr *h1)
+{
+	if (h0->epoch != h1->epoch)
+		return h1->epoch > h0->epoch;
+	return h0->prev_epoch && !h1->prev_epoch;
+}
+
+/* Is h's epoch carried: its fence another epoch's, or records of the one
+ * before still to replay (no header can be rebuilt from its records)? */
+static inline int alex_hdr_carried(const struct alex_loghdr *h)
+{
+	return h->prev_epoch || (h->fence_epoch && h->fence_epoch != h->epoch);
 }
 
 static inline uint32_t alex_loghdr_next_version(uint32_t v)

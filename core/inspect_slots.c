@@ -95,7 +95,7 @@ int alex_lm_read_slots(struct rd *r, struct alex_logmap *lm)
 		lm->hdr_err = ALEX_ECORRUPT; /* two logs spliced together */
 		return 0;
 	}
-	lm->cur = rc[0] ? 1 : rc[1] ? 0 : lm->slot_hdr[1].epoch > lm->slot_hdr[0].epoch;
+	lm->cur = rc[0] ? 1 : rc[1] ? 0 : alex_loghdr_pick(&lm->slot_hdr[0], &lm->slot_hdr[1]);
 	lm->hdr = lm->slot_hdr[lm->cur];
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "carry.h"
 #include "codec.h"
 #include "crc32c.h"
 #include "db.h"
@@ -74,6 +75,24 @@ uint32_t alex_random32(void)
 	return v;
 }
 
+/*
+ * Which slot h goes to.  Up to format 9, epoch % 2.  Format 10 moves the
+ * current epoch from slot to slot out of step with the epoch's parity (an
+ * epoch whose carried records were checkpointed is written again, to the
+ * other slot: format.h), so it keeps the rule that parity gave: a new
+ * header -- a new epoch, or the same one without its carried records --
+ * goes to the slot not holding the current one, whose epoch a torn write
+ * leaves intact; the same header again (FENCED, a repair) to its own.
+ */
+static int slot_for(const struct alex_db *db, const struct alex_loghdr *h)
+{
+	if (!alex_format_carry(h->version))
+		return (int)(h->epoch % 2);
+	const struct alex_loghdr *d = &db->hdr_disk;
+	int fresh = h->epoch != d->epoch || (d->prev_epoch && !h->prev_epoch);
+	return fresh ? !db->hdr_slot : db->hdr_slot;
+}
+
 static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 {
 	uint8_t *blk = db->scratch;
@@ -88,7 +107,13 @@ static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 	}
 	memset(blk, 0, ALEX_BLOCK);
 	alex_loghdr_encode(blk, h);
-	return alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (h->epoch % 2) * ALEX_BLOCK);
+	int slot = slot_for(db, h);
+	int err2 = alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (uint64_t)slot * ALEX_BLOCK);
+	if (!err2) {
+		db->hdr_slot = slot;
+		db->hdr_synced = 0;
+	}
+	return err2;
 }
 
 /* Takes byte b of the log, waiting up to two seconds for another holder
@@ -162,10 +187,15 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_
 	db->hdr.salt = alex_random32();
 	db->hdr.flags = ALEX_HDR_BASE | (db->hdr.flags & ALEX_HDR_XTS);
 	db->hdr.data_off = data_off;
+	db->hdr.fence_epoch = alex_format_carry(db->hdr.version) ? epoch : 0;
+	db->hdr.prev_epoch = db->hdr.prev_off = db->hdr.prev_end = db->hdr.prev_lsn = 0;
+	db->hdr.prev_salt = 0;
 	db->next_lsn = lsn;
 	db->prev_crc = db->hdr.salt;
 	db->append_off = data_off;
 	db->epoch_commits = 0;
+	db->own_commits = 0;
+	db->own_cut = 0;
 	db->epoch_live = 1;
 	db->epoch_started = 0;
 }
@@ -199,9 +229,14 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	if (alex_log_sealed(db)) {
 		db->hdr.version = ALEX_FORMAT_XTS;
 		db->hdr.flags = ALEX_HDR_XTS;
+	} else if (db->cfg.ckpt_carry) {
+		db->hdr.version = ALEX_FORMAT_V10;
 	}
 	new_header(db, 1, 1, ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);
+	/* epoch 1 in slot 1, beside the placeholder (format.h) */
+	memset(&db->hdr_disk, 0, sizeof db->hdr_disk);
+	db->hdr_slot = 0;
 	/* Over an SQLite database a new log is fenced from its first header:
 	 * its first mark rides on the first commit's sync (protect.c), so no
 	 * header of it may ever let a record count without that mark. */
@@ -303,13 +338,15 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 	}
 	if (!rc[0] && !rc[1] && memcmp(h[0].uuid, h[1].uuid, 16) != 0)
 		return ALEX_ECORRUPT; /* two logs spliced together */
-	int cur = rc[0] ? 1 : rc[1] ? 0 : (h[1].epoch > h[0].epoch);
+	int cur = rc[0] ? 1 : rc[1] ? 0 : alex_loghdr_pick(&h[0], &h[1]);
 	/* an encrypted log without the key, or a key and a log in clear */
 	if (!!(h[cur].flags & ALEX_HDR_XTS) != alex_log_sealed(db))
 		return alex_log_sealed(db) ? ALEX_EPLAIN : ALEX_ENOKEY;
 	if ((h[cur].flags & ALEX_HDR_XTS) && (err = alex_log_xts_base(db, 0, &h[cur])))
 		return err;
 	*out = h[cur];
+	db->hdr_slot = cur;
+	db->hdr_synced = 0; /* read, not written: durable only once we sync */
 	db->slot_damaged = rc[!cur] && written[!cur];
 	return 0;
 }
@@ -512,6 +549,8 @@ int alex_log_append(struct alex_db *db, uint32_t rec_len, uint64_t *rec_off)
 {
 	int err;
 
+	if ((err = alex_carry_room(db, db->append_off, rec_len)))
+		return err;
 	if (memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) != 0 &&
 	    (err = alex_log_write_header(db)))
 		return err;
@@ -564,6 +603,8 @@ int alex_log_sync(struct alex_db *db)
 	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
+	if (!err)
+		db->hdr_synced = 1;
 	return err;
 }
 

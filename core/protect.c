@@ -60,7 +60,7 @@ static const char fence_magic[4] = { 'A', 'L', 'X', 'F' };
 
 uint64_t alex_protect_fence(const struct alex_loghdr *h)
 {
-	return (uint64_t)alex_crc32c(0, h->uuid, sizeof h->uuid) | (h->epoch << 32);
+	return (uint64_t)alex_crc32c(0, h->uuid, sizeof h->uuid) | (alex_hdr_fence_epoch(h) << 32);
 }
 
 static int is_sqlite(const uint8_t *h, size_t got)
@@ -240,7 +240,9 @@ int alex_protect_adopt(struct alex_loghdr *h, const struct alex_mark *mark, cons
 {
 	struct alex_rec r;
 
-	if (!alex_rec_peek(blk, &r) || r.epoch != h->epoch + 1)
+	/* a carried epoch's header names what its records cannot (format 10):
+	 * the slot before it stands, whose records its own never overwrite */
+	if (!alex_rec_peek(blk, &r) || r.epoch != h->epoch + 1 || (r.flags & ALEX_REC_CARRY))
 		return 0;
 	uint64_t epoch = r.epoch, lsn = r.lsn;
 	uint32_t salt = r.prev_crc;
@@ -250,6 +252,8 @@ int alex_protect_adopt(struct alex_loghdr *h, const struct alex_mark *mark, cons
 	h->start_lsn = lsn;
 	h->salt = salt;
 	h->data_off = off;
+	h->fence_epoch = h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
+	h->prev_salt = 0;
 	/* a log's epochs share its version (format.h) */
 	h->version = alex_loghdr_next_version(h->version);
 	/* the lost slot's copy of the base is unknown: unchecked this time,

@@ -25,6 +25,15 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 		alex_put64(out + 164, h->data_off ? h->data_off : ALEX_LOG_DATA);
 		covered += 8;
 	}
+	if (alex_format_carry(h->version)) {
+		alex_put64(out + 172, alex_hdr_fence_epoch(h));
+		alex_put64(out + 180, h->prev_epoch);
+		alex_put64(out + 188, h->prev_off);
+		alex_put64(out + 196, h->prev_end);
+		alex_put64(out + 204, h->prev_lsn);
+		alex_put32(out + 212, h->prev_salt);
+		covered += 48;
+	}
 	alex_put32(out + 56, alex_crc32c(0, out + 64, covered));
 	alex_put32(out + 60, alex_crc32c(0, out, 60));
 }
@@ -59,6 +68,27 @@ int alex_loghdr_is_placeholder(const uint8_t in[ALEX_HDR_SLOT_USED])
 	return memcmp(in, p, sizeof p) == 0;
 }
 
+/* Format 10's fields: a fence no later than the epoch; a carried epoch
+ * before it whose records lie apart from this epoch's start (0 if none). */
+static int decode_carry(const uint8_t *in, struct alex_loghdr *h)
+{
+	h->fence_epoch = alex_get64(in + 172);
+	h->prev_epoch = alex_get64(in + 180);
+	h->prev_off = alex_get64(in + 188);
+	h->prev_end = alex_get64(in + 196);
+	h->prev_lsn = alex_get64(in + 204);
+	h->prev_salt = alex_get32(in + 212);
+	if (alex_get32(in + 216) || !h->fence_epoch || h->fence_epoch > h->epoch)
+		return 1;
+	if (!h->prev_epoch)
+		return h->prev_off || h->prev_end || h->prev_lsn || h->prev_salt;
+	return h->prev_epoch >= h->epoch || h->prev_epoch < h->fence_epoch ||
+	       h->prev_off < ALEX_LOG_DATA || h->prev_off % ALEX_BLOCK ||
+	       h->prev_end <= h->prev_off || h->prev_end >= ALEX_MAX_FILE || !h->prev_lsn ||
+	       h->prev_lsn >= h->start_lsn ||
+	       (h->data_off >= h->prev_off && h->data_off < h->prev_end);
+}
+
 int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr *h)
 {
 	if (memcmp(in, ALEX_LOG_MAGIC, 8) != 0)
@@ -66,7 +96,7 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	if (alex_get32(in + 60) != alex_crc32c(0, in, 60))
 		return ALEX_ECORRUPT;
 	uint32_t version = alex_get32(in + 8), flags = alex_get32(in + 52);
-	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V9)
+	if (version < ALEX_FORMAT_V1 || version > ALEX_FORMAT_V10)
 		return ALEX_EVERSION;
 	if (alex_get32(in + 12) != ALEX_BLOCK || alex_get64(in + 32) == 0)
 		return ALEX_ECORRUPT;
@@ -84,15 +114,22 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	h->flags = flags;
 	memset(h->base, 0, ALEX_BASE_HDR);
 	h->data_off = ALEX_LOG_DATA;
+	h->fence_epoch = h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
+	h->prev_salt = h->reserved = 0;
 	if (version >= ALEX_FORMAT_VERSION) {
-		/* data_off rides under base_crc: a slot of format 4 has BASE */
+		/* data_off rides under base_crc: a slot of format 4 has BASE;
+		 * format 10's carried fields too */
 		uint64_t at = alex_get64(in + 164);
+		size_t covered = ALEX_BASE_HDR + 8 + (alex_format_carry(version) ? 48 : 0);
 		if (!(flags & ALEX_HDR_BASE) ||
-		    alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR + 8) ||
+		    alex_get32(in + 56) != alex_crc32c(0, in + 64, covered) ||
 		    at < ALEX_LOG_DATA || at % ALEX_BLOCK || at >= ALEX_MAX_FILE)
 			return ALEX_ECORRUPT;
 		h->data_off = at;
 		memcpy(h->base, in + 64, ALEX_BASE_HDR);
+		if (alex_format_carry(version) ? decode_carry(in, h)
+					       : !alex_all_zero(in + 172, ALEX_HDR_SLOT_USED - 172))
+			return ALEX_ECORRUPT; /* before format 10, zeros */
 	} else if (h->flags & ALEX_HDR_BASE) {
 		if (alex_get32(in + 56) != alex_crc32c(0, in + 64, ALEX_BASE_HDR))
 			return ALEX_ECORRUPT;
@@ -173,7 +210,7 @@ enum alex_stop alex_rec_decode(const uint8_t *buf, uint64_t room, uint64_t epoch
 	    r->cond_len > ALEX_COND_MAX ||
 	    r->hdr_len != ALEX_REC_FIXED + ALEX_REC_ENTRY * r->nblocks + r->cond_len ||
 	    r->rec_len % ALEX_SECTOR != 0 || r->rec_len > ALEX_REC_MAX ||
-	    r->rec_len < r->hdr_len || (r->flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND)) != 0 ||
+	    r->rec_len < r->hdr_len || (r->flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND | ALEX_REC_CARRY)) != 0 ||
 	    !(r->flags & ALEX_REC_COND) != !r->cond_len ||
 	    ((r->flags & ALEX_REC_COND) && !(r->flags & ALEX_REC_COMMIT)))
 		return ALEX_STOP_BAD_HEADER;
@@ -220,6 +257,8 @@ enum alex_stop alex_rec_check_in(const uint8_t *rec, const struct alex_rec *r, u
 	const uint8_t *tab = rec + ALEX_REC_FIXED;
 	uint64_t pos = r->hdr_len;
 
+	if ((r->flags & ALEX_REC_CARRY) && !alex_format_carry(version))
+		return ALEX_STOP_BAD_HEADER;
 	if (alex_crc32c(0, tab, (size_t)r->nblocks * ALEX_REC_ENTRY + r->cond_len) != r->table_crc)
 		return ALEX_STOP_BAD_TABLE;
 	for (uint32_t i = 0; i < r->nblocks; i++) {

@@ -61,6 +61,7 @@ static int apply(alex_db *db, const struct ops *o)
 		alex_map_trunc(&db->map, x->file, (x->size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT);
 		if (x->size < db->climit[x->file])
 			db->climit[x->file] = x->size;
+		db->own_cut = 1;
 	}
 	return 0;
 }
@@ -171,6 +172,7 @@ static int commit_group(alex_db *db, struct ops *ops, const uint64_t size[ALEX_N
 		db->csize[f] = size[f];
 	(*commits)++;
 	db->epoch_commits++;
+	db->own_commits++;
 	db->log_foreign = 1; /* read, not written, here: perhaps not synced */
 	db->append_off = end;
 	db->next_lsn = lsn;
@@ -234,7 +236,8 @@ static int read_record(alex_db *db, uint64_t off, uint64_t lsn, uint32_t prev,
 		*why = ALEX_STOP_TRUNCATED;
 		return 0;
 	}
-	if ((*why = alex_rec_decode(db->rec, room, db->hdr.epoch, lsn, prev, r)) != ALEX_STOP_NONE)
+	uint64_t epoch = db->walk_epoch ? db->walk_epoch : db->hdr.epoch;
+	if ((*why = alex_rec_decode(db->rec, room, epoch, lsn, prev, r)) != ALEX_STOP_NONE)
 		return 0;
 	if (r->rec_len > first) {
 		/* read it whole: growing the buffer drops its contents */
@@ -410,6 +413,42 @@ static int epoch_applied(alex_db *db)
 	return 0;
 }
 
+/*
+ * A carried epoch (format 10): the header names the epoch before it, whose
+ * records were acknowledged and may not all be in the database file yet.
+ * They are replayed first, every one of them: they lie where this epoch's
+ * records never go while it names them (carry.c), so anything short of
+ * all of them is damage, not a torn tail.
+ */
+static int replay_carried(alex_db *db)
+{
+	const struct alex_loghdr *h = &db->hdr;
+	uint64_t commits = 0, stop, uncommitted;
+	enum alex_stop why;
+	int err;
+
+	db->append_off = h->prev_off;
+	db->next_lsn = h->prev_lsn;
+	db->prev_crc = h->prev_salt;
+	db->walk_epoch = h->prev_epoch;
+	err = scan(db, 0, &commits, &stop, &why, &uncommitted);
+	db->walk_epoch = 0;
+	if (err)
+		return err;
+	db->st.recovered_commits += commits;
+	if (db->append_off != h->prev_end || db->next_lsn != h->start_lsn || uncommitted ||
+	    db->doubt) {
+		db->st.stop_offset = stop;
+		db->st.stop_reason = why;
+		return ALEX_ECORRUPT;
+	}
+	db->append_off = alex_data_off(db);
+	db->prev_crc = h->salt;
+	db->own_commits = 0;
+	db->own_cut = 0;
+	return 0;
+}
+
 int alex_recover(alex_db *db)
 {
 	uint64_t uncommitted = 0;
@@ -418,6 +457,8 @@ int alex_recover(alex_db *db)
 	db->append_off = ALEX_LOG_DATA;
 	db->txn = 1;
 	db->epoch_commits = 0;
+	db->own_commits = 0;
+	db->own_cut = 0;
 	db->epoch_live = 0;
 	db->epoch_started = 0;
 	alex_map_clear(&db->map);
@@ -481,6 +522,8 @@ int alex_recover(alex_db *db)
 	db->epoch_live = 1;
 	/* its records may follow once the base carries its fence */
 	db->epoch_started = db->mark.has_fence && db->mark.fence == alex_protect_fence(&db->hdr);
+	if (db->hdr.prev_epoch && (err = replay_carried(db)))
+		return err;
 	if ((err = scan(db, 0, &db->st.recovered_commits, &db->st.stop_offset,
 			&db->st.stop_reason, &uncommitted)))
 		return err;

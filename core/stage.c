@@ -123,6 +123,10 @@ static uint32_t try_delta(alex_db *db, uint64_t key, const uint8_t *img, uint8_t
 	if (alex_format_base_deltas(db->hdr.version) && alex_key_file(key) == ALEX_FILE_DB &&
 	    off < lim && lim - off < ALEX_BLOCK)
 		return 0;
+	/* never a prev in another epoch's records: a carried epoch's stretch
+	 * is written over while this one's records still count (carry.c) */
+	if (l->epoch != (uint32_t)db->hdr.epoch)
+		return 0;
 	if (!(old = alex_known_get(db, key, l, &depth)) || depth >= ALEX_DELTA_DEPTH)
 		return 0;
 	return alex_delta_make(old, img, l, depth + 1, out);
@@ -203,7 +207,8 @@ int alex_stage_build(alex_db *db, uint32_t flags, uint32_t *len, uint32_t *n)
 	r.epoch = db->hdr.epoch;
 	r.lsn = db->next_lsn;
 	r.txn = db->txn;
-	r.flags = flags;
+	/* no header can be rebuilt from a carried epoch's records (carry.c) */
+	r.flags = flags | (alex_hdr_carried(&db->hdr) ? ALEX_REC_CARRY : 0);
 	r.nonce = db->nonce;
 	r.prev_crc = db->prev_crc;
 	r.table_crc = alex_crc32c(0, rec + ALEX_REC_FIXED, (size_t)(hdr_len - ALEX_REC_FIXED));

@@ -89,6 +89,10 @@ int alex_epoch_ensure(alex_db *db)
 	 * sync to carry. */
 	if (db->epoch_started && db->append_off > alex_data_off(db))
 		return 0;
+	/* a carried epoch: its fence is the one the epoch before it wrote
+	 * records under, durable since (carry.c) */
+	if (db->epoch_started && alex_hdr_carried(&db->hdr))
+		return 0;
 	if (db->cfg.protect_base) {
 		if ((err = alex_protect_mark(db, alex_protect_may_ride(db))))
 			return err;
@@ -120,7 +124,7 @@ int alex_txn_carry_page1(alex_db *db)
 {
 	uint8_t *slot;
 
-	if (db->epoch_commits || !db->cfg.protect_base || !db->size[ALEX_FILE_DB] ||
+	if (db->own_commits || !db->cfg.protect_base || !db->size[ALEX_FILE_DB] ||
 	    alex_col_find(&db->col, alex_key(ALEX_FILE_DB, 0)) >= 0)
 		return 0;
 	return alex_slot_for(db, ALEX_FILE_DB, 0, 0, &slot);

@@ -286,6 +286,10 @@ static void engine_settings(struct alex_config *e)
 	x = (unsigned long long)e->ckpt_direct;
 	if (!number("ALEX_CKPT_DIRECT", 0, 1, &x))
 		e->ckpt_direct = (int)x;
+	/* FULL mode's checkpoint off the commit path (format 10) */
+	x = (unsigned long long)e->ckpt_carry;
+	if (!number("ALEX_CKPT_CARRY", 0, 1, &x))
+		e->ckpt_carry = (int)x;
 	/* a page no record of the epoch holds, logged as its changes to
 	 * the database file's page (format 9) */
 	x = (unsigned long long)e->base_deltas;

@@ -18,6 +18,7 @@
 static uint8_t model[NB * BLK];
 static uint8_t (*snaps)[NB * BLK];
 static int nsnaps;
+static uint64_t carried; /* epochs begun carrying, in all runs */
 
 static void make_file(alex_mem *m)
 {
@@ -76,8 +77,11 @@ static void crash_check(alex_mem *m, int how, uint64_t seed, int acked, int step
 }
 
 /* Returns the deltas the two engines open at the end wrote. */
-static uint64_t run(uint64_t seed, int normal)
+/* mode: 0 both FULL, 1 B in NORMAL mode, 2 both FULL with carried
+ * epochs (carry.c) */
+static uint64_t run(uint64_t seed, int mode)
 {
+	int normal = mode == 1;
 	alex_mem *m = alex_mem_new();
 	struct alex_io io = alex_mem_io(m);
 	struct alex_config cfg[2];
@@ -95,6 +99,9 @@ static uint64_t run(uint64_t seed, int normal)
 		cfg[i].checkpoint_bytes = 256u << 10;
 		if (normal && i == 1)
 			cfg[i].sync = ALEX_SYNC_NORMAL;
+		cfg[i].ckpt_carry = mode == 2;
+		if (mode == 2) /* many carries, few checkpoints or reopens between */
+			cfg[i].checkpoint_bytes = 64u << 10;
 		e[i] = open_engine(&cfg[i], &io);
 	}
 	for (int step = 0; step < 600; step++) {
@@ -128,7 +135,7 @@ static uint64_t run(uint64_t seed, int normal)
 			if (!normal || w == 0)
 				acked = nsnaps - 1;
 		}
-		uint64_t r = rnd(&s) % 30;
+		uint64_t r = rnd(&s) % (mode == 2 ? 120 : 30);
 		if (r == 0) {
 			cr_assert_eq(alex_refresh(e[(int)(rnd(&s) % 2)], 1), 0);
 			int rc = alex_checkpoint(e[(int)(rnd(&s) % 2)]);
@@ -158,10 +165,14 @@ static uint64_t run(uint64_t seed, int normal)
 	struct alex_stats st, st1;
 	alex_stats(e[0], &st);
 	alex_stats(e[1], &st1);
-	cr_log_info("seed %llu: deltas %llu + %llu, spills %llu, checkpoints %llu",
+	cr_log_info("seed %llu: deltas %llu + %llu, spills %llu, checkpoints %llu, carries %llu "
+		    "+ %llu, applied %llu + %llu",
 		    (unsigned long long)seed, (unsigned long long)st.blocks_delta,
 		    (unsigned long long)st1.blocks_delta, (unsigned long long)st.spills,
-		    (unsigned long long)st.checkpoints);
+		    (unsigned long long)st.checkpoints, (unsigned long long)st.carries,
+		    (unsigned long long)st1.carries, (unsigned long long)st.carry_applies,
+		    (unsigned long long)st1.carry_applies);
+	carried += st.carries + st1.carries;
 	alex_close(e[0]);
 	alex_close(e[1]);
 	alex_mem_free(m);
@@ -183,4 +194,13 @@ Test(deltamix, two_engines_normal, .timeout = 600)
 	for (uint64_t seed = 11; seed <= 50; seed++)
 		deltas += run(seed, 1);
 	cr_expect_gt(deltas, 2000, "%llu deltas in all", (unsigned long long)deltas);
+}
+
+Test(deltamix, two_engines_carried_epochs, .timeout = 600)
+{
+	uint64_t deltas = 0;
+	for (uint64_t seed = 61; seed <= 100; seed++)
+		deltas += run(seed, 2);
+	cr_expect_gt(deltas, 2000, "%llu deltas in all", (unsigned long long)deltas);
+	cr_expect_gt(carried, 40, "%llu carried epochs in all", (unsigned long long)carried);
 }

@@ -993,7 +993,7 @@ Test(engine, a_slot_of_an_unknown_version_refuses_the_log)
 	cr_assert_eq(alex_commit(db), 0);
 	alex_close(db);
 	uint8_t *slot = (uint8_t *)alex_mem_get(mem, LOG, &len) + BLK;
-	alex_put32(slot + 8, ALEX_FORMAT_NEW + 1);
+	alex_put32(slot + 8, ALEX_FORMAT_MAX + 1);
 	alex_put32(slot + 60, alex_crc32c(0, slot, 60));
 	alex_db *d2;
 	cr_expect_eq(alex_open(DB, &cfg, &io, &d2), ALEX_EVERSION);

@@ -11,7 +11,7 @@
 Test(format, header_round_trip)
 {
 	struct alex_loghdr h = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
-				 7, 1234, 0xdeadbeef, 0, { 0 }, 0, 5 * BLK },
+				 7, 1234, 0xdeadbeef, 0, { 0 }, 0, 5 * BLK, 0, 0, 0, 0, 0, 0, 0 },
 			   g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
@@ -37,7 +37,7 @@ Test(format, header_round_trip)
 
 Test(format, header_other_version_is_named)
 {
-	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 }, 0, 0 }, g;
+	struct alex_loghdr h = { { 0 }, 1, 1, 1, 0, { 0 }, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);
@@ -50,7 +50,7 @@ Test(format, header_other_version_is_named)
  * header slots; a format-3 slot has none, and its epoch starts at 8192. */
 Test(format, header_data_off)
 {
-	struct alex_loghdr h = { { 4 }, 2, 1, 1, 0, { 0 }, 0, 3 * BLK }, g;
+	struct alex_loghdr h = { { 4 }, 2, 1, 1, 0, { 0 }, 0, 3 * BLK, 0, 0, 0, 0, 0, 0, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 	static const uint64_t bad[] = { 0, BLK, 3 * BLK + 512, 1ull << 48 };
 
@@ -192,7 +192,7 @@ ParameterizedTest(struct bad_len *c, format, impossible_lengths)
  * but the crc; they decode, with no base to check against. */
 Test(format, header_without_base_copy_decodes)
 {
-	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 }, ALEX_FORMAT_V2, 0 }, g;
+	struct alex_loghdr h = { { 9 }, 3, 5, 8, 0, { 0 }, ALEX_FORMAT_V2, 0, 0, 0, 0, 0, 0, 0, 0 }, g;
 	uint8_t buf[ALEX_HDR_SLOT_USED];
 
 	alex_loghdr_encode(buf, &h);

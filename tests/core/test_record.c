@@ -240,7 +240,7 @@ Test(record, payload_bounds_and_padding)
  * is refused on its own. */
 static void slot(uint8_t *buf, uint32_t version, uint32_t flags)
 {
-	struct alex_loghdr h = { { 1, 2, 3 }, 9, 100, 0x5a5a, flags, { 0 }, version, 0 };
+	struct alex_loghdr h = { { 1, 2, 3 }, 9, 100, 0x5a5a, flags, { 0 }, version, 0, 0, 0, 0, 0, 0, 0, 0 };
 	alex_loghdr_encode(buf, &h);
 }
 static void reseal_slot(uint8_t *buf)
@@ -284,7 +284,7 @@ Test(record, header_slot_rules)
 	slot(buf, ALEX_FORMAT_V2, ALEX_HDR_FENCED);
 	cr_assert_eq(alex_loghdr_decode(buf, &g), 0);
 	cr_expect_eq(g.version, ALEX_FORMAT_V2, "format 2 (no GAP blocks) is read and kept");
-	slot(buf, ALEX_FORMAT_NEW + 1, 0);
+	slot(buf, ALEX_FORMAT_MAX + 1, 0);
 	cr_expect_eq(alex_loghdr_decode(buf, &g), ALEX_EVERSION);
 	/* format 5 is the encrypted one, and only it says so */
 	slot(buf, ALEX_FORMAT_XTS, ALEX_HDR_XTS);

@@ -1,0 +1,170 @@
+/*
+ * carry.c - FULL mode's checkpoint off the commit path (format 10,
+ * ALEX_CKPT_CARRY).
+ *
+ * A checkpoint copies every block into the database file and syncs it
+ * before the next epoch may write over the last one's records: inside the
+ * commit that finds it due, that sync (two device flushes when the file
+ * grew) was the longest wait of FULL mode's insert workload.  A carried
+ * epoch turns the order round.  The commit that finds a checkpoint due
+ * only writes the next epoch's header (epoch N + 1), which names epoch N's
+ * records -- [prev_off, prev_end), first lsn, salt -- and the fence N's
+ * records counted under, which the database file keeps: recovery replays
+ * N's records, then N + 1's (recover.c).  N + 1's records go where N's are
+ * not: at 8192 when N began at least ALEX_LOG_RUN past it, else right
+ * after N's end, so the log alternates between two stretches.  Nothing is
+ * synced and nothing written to the database file: the next commit's sync
+ * makes the header durable with that commit's record.
+ *
+ * Then, at a later commit (alex_carry_apply), every committed block is
+ * copied into the database file and synced, and N + 1's header is written
+ * again without N's records, to the other slot.  From the sync after that
+ * on, N's stretch may be written over; until then a record that would go
+ * over it copies and syncs first (alex_carry_room).  The next carry forgets
+ * the places of N's blocks (the file holds them) before it begins.
+ *
+ * Why each crash is safe, the header slots being written alternately (a
+ * torn one leaves the other):
+ *  - N + 1's header lost or torn, its first record on the disk or not:
+ *    N's header stands, N's records are whole (nothing went over them) and
+ *    replay over the file as before.  N + 1's records say CARRY, so no
+ *    header is rebuilt from them (protect.c: alex_protect_adopt).
+ *  - N + 1's header durable: N's records, then N + 1's, over a file that
+ *    holds any mix of N's blocks and newer ones (a copy cut short):
+ *    replaying a block's versions in order ends at its last one, and a
+ *    DELTA rooted at the file reads right over any version (format.h).
+ *  - the header without N durable: the file was synced with every block
+ *    of N first; N + 1's records replay over it.
+ * The fence never moves between carried epochs, so no write to the
+ * database file has to be ordered against the log's; it comes off only at
+ * a checkpoint that ends the chain (ckpt.c), as before.
+ *
+ * A DELTA never takes a place of another epoch as its prev (stage.c): the
+ * chain would break when that stretch is written over.  Page 1 goes into
+ * each epoch's first commit record (write.c), so that while the file is
+ * marked the true page 1 is always in the current epoch's records.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "carry.h"
+#include "ckpt.h"
+#include "engine.h"
+#include "log.h"
+
+int alex_carry_possible(const alex_db *db)
+{
+	return db->cfg.ckpt_carry && alex_format_carry(db->hdr.version) &&
+	       db->cfg.sync == ALEX_SYNC_FULL && !db->cfg.readonly &&
+	       (db->hdr.flags & ALEX_HDR_FENCED) && db->mark.kind == ALEX_MARK_SQLITE &&
+	       db->epoch_live && db->epoch_started && db->own_commits && !db->own_cut &&
+	       !db->hdr.prev_epoch &&
+	       db->hdr_synced && memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) == 0 &&
+	       !db->unsynced_commit && !db->unsynced_spill && !db->pending.n &&
+	       !db->txn_truncated && !db->cond_open && !db->doubt && !db->above_holds &&
+	       !db->io.ops->ident && !db->failed && !db->making_room && !ALEX_SPACE_LOW(db) &&
+	       db->log_fd >= 0 && !db->log_stub && !(db->hdr.flags & ALEX_HDR_XTS);
+}
+
+/*
+ * The map forgets blocks whose place is in another epoch's records: the
+ * last carried one's, whose stretch the next epoch writes over.  The base
+ * files hold them: the carried epoch was copied (by this engine or
+ * another: alex_carry_apply), and left each file as long as it then was;
+ * nothing cut one since (own_cut: a carry waits for a checkpoint then),
+ * so reads below that length may go to the base files again.
+ */
+static int forget_carried(alex_db *db)
+{
+	uint32_t epoch = (uint32_t)db->hdr.epoch;
+	uint64_t *gone = malloc((db->map.n ? db->map.n : 1) * sizeof *gone);
+	size_t n = 0;
+	int err;
+
+	if (!gone)
+		return ALEX_ENOMEM;
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		uint64_t phys;
+		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
+			continue; /* SQLite's journal and WAL: never copied */
+		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys))) {
+			free(gone);
+			return err;
+		}
+		db->climit[f] = db->limit[f] = phys < db->csize[f] ? phys : db->csize[f];
+	}
+	for (size_t i = 0; i < db->map.cap; i++)
+		if (db->map.keys[i] && db->map.vals[i].epoch != epoch)
+			gone[n++] = db->map.keys[i];
+	for (size_t i = 0; i < n; i++)
+		alex_map_del(&db->map, gone[i]);
+	free(gone);
+	return 0;
+}
+
+int alex_carry_begin(alex_db *db)
+{
+	struct alex_loghdr *h = &db->hdr;
+	uint64_t d = alex_data_off(db), e = db->append_off;
+	int err;
+
+	if (alex_hdr_carried(h) && (err = forget_carried(db)))
+		return err;
+	h->fence_epoch = alex_hdr_fence_epoch(h);
+	h->prev_epoch = h->epoch;
+	h->prev_off = d;
+	h->prev_end = e;
+	h->prev_lsn = h->start_lsn;
+	h->prev_salt = h->salt;
+	h->epoch++;
+	h->start_lsn = db->next_lsn;
+	h->salt = alex_random32();
+	h->data_off = d >= ALEX_LOG_DATA + ALEX_LOG_RUN ? ALEX_LOG_DATA : alex_epoch_follows_at(e);
+	db->prev_crc = h->salt;
+	db->append_off = h->data_off;
+	db->own_commits = 0;
+	db->st.log_used = 0;
+	if ((err = alex_log_write_header(db))) {
+		db->failed = 1; /* which header the disk holds is not known */
+		return err;
+	}
+	db->st.carries++;
+	return 0;
+}
+
+int alex_carry_apply_due(const alex_db *db)
+{
+	return db->hdr.prev_epoch && db->hdr_synced && db->own_commits && !db->failed;
+}
+
+int alex_carry_apply(alex_db *db)
+{
+	int err;
+
+	if ((err = alex_ckpt_copy(db)))
+		return err;
+	struct alex_loghdr *h = &db->hdr;
+	h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
+	h->prev_salt = 0;
+	if ((err = alex_log_write_header(db))) {
+		db->failed = 1;
+		return err;
+	}
+	db->st.carry_applies++;
+	return 0;
+}
+
+int alex_carry_room(alex_db *db, uint64_t off, uint64_t len)
+{
+	const struct alex_loghdr *h = &db->hdr;
+	int err;
+
+	if (!h->prev_epoch || alex_data_off(db) > h->prev_off || off + len <= h->prev_off)
+		return 0;
+	/* the header that names the carried records must be durable before
+	 * the one that lets them go, and that one before they are written over */
+	if ((!db->hdr_synced && (err = alex_log_sync(db))) || (err = alex_carry_apply(db)) ||
+	    (err = alex_log_sync(db)))
+		return err;
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* carry.h - FULL mode's checkpoint off the commit path (carry.c). */
+#ifndef ALEX_CARRY_H
+#define ALEX_CARRY_H
+
+#include "db.h"
+
+/* May the checkpoint due now begin the next epoch carrying this one? */
+int alex_carry_possible(const struct alex_db *db);
+/* Begins it: a header naming this epoch's records, which recovery replays
+ * first, and its own records where they never go over them.  No sync, no
+ * write to the database file: the next commit's sync makes it durable.
+ * An error stops the engine (the disk's header is then unknown). */
+int alex_carry_begin(struct alex_db *db);
+/* The carried epoch's records are due to be copied (its header durable,
+ * a commit of this epoch's own since). */
+int alex_carry_apply_due(const struct alex_db *db);
+/* Copies every committed block into the base files and syncs them, then
+ * writes this epoch's header again without the carried records (not
+ * synced: until a sync, they are not written over; carry.c). */
+int alex_carry_apply(struct alex_db *db);
+/* Before a record at [off, off + len): may it go there?  A carried epoch's
+ * records are copied first, and the header that lets them go is synced,
+ * when it would write over them. */
+int alex_carry_room(struct alex_db *db, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,425 @@
+/*
+ * Carried epochs (format 10, carry.c): FULL mode's checkpoint begins the
+ * next epoch with a header naming the last one's records, and copies them
+ * into the database file at a later commit.  A file that grows and shrinks
+ * through many carries reads back right after every step, and every crash
+ * image -- cut at every I/O of a stretch of commits holding carries and
+ * copies, any subset of the unsynced sectors kept -- recovers every
+ * acknowledged commit.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "format.h"
+#include "helpers.h"
+
+#define MAXB 48u
+#define MAXSNAP 700
+
+struct snap {
+	uint8_t b[MAXB * BLK];
+	size_t len;
+};
+
+static struct snap *snaps;
+static int nsnaps;
+static struct snap model;
+
+static void carry_config(struct alex_config *c)
+{
+	small_config(c);
+	c->ckpt_carry = 1;
+	c->checkpoint_bytes = 48u << 10; /* a carry every dozen commits or so */
+}
+
+static void make_file(alex_mem *m)
+{
+	memset(model.b, 0, sizeof model.b);
+	memset(model.b, 0x11, 4 * BLK);
+	memcpy(model.b, "SQLite format 3", 16);
+	model.b[18] = model.b[19] = 1;
+	memset(model.b + 72, 0, 20);
+	memcpy(model.b + 92, model.b + 24, 4);
+	model.len = 4 * BLK;
+	alex_mem_set(m, DB, model.b, model.len);
+}
+
+static int matches(alex_db *db, const struct snap *want)
+{
+	static uint8_t got[MAXB * BLK + BLK];
+	size_t n = 0;
+
+	if (alex_read(db, ALEX_FILE_DB, got, sizeof got, 0, &n) || n != want->len)
+		return 0;
+	return memcmp(got, want->b, n) == 0;
+}
+
+static void check(alex_db *db, int step)
+{
+	static uint8_t got[MAXB * BLK + BLK];
+	size_t n = 0;
+	int rc = alex_read(db, ALEX_FILE_DB, got, sizeof got, 0, &n);
+
+	cr_assert_eq(rc, 0, "step %d: read %s", step, alex_strerror(rc));
+	cr_assert_eq(n, model.len, "step %d: size %zu, want %zu", step, n, model.len);
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != model.b[i])
+			cr_assert_fail("step %d: byte %zu (block %zu) %02x, want %02x", step, i,
+				       i / BLK, got[i], model.b[i]);
+}
+
+/* Does image img recover a state no older than snapshot acked? */
+static int recovers(alex_mem *img, int acked, char *why, size_t whylen)
+{
+	struct alex_io io = alex_mem_io(img);
+	struct alex_config c;
+	alex_db *db;
+
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	int rc = alex_open(DB, &c, &io, &db);
+	if (rc) {
+		snprintf(why, whylen, "open: %s", alex_strerror(rc));
+		return 0;
+	}
+	int ok = 0;
+	for (int s = nsnaps - 1; s >= acked && !ok; s--)
+		ok = matches(db, &snaps[s]);
+	if (!ok) {
+		struct alex_stats st;
+		alex_stats(db, &st);
+		snprintf(why, whylen, "no snapshot >= %d of %d: stop %d at %llu", acked, nsnaps,
+			 (int)st.stop_reason, (unsigned long long)st.stop_offset);
+	}
+	alex_close(db);
+	return ok;
+}
+
+/* One step of the workload: a few random changes, sometimes a block more
+ * or fewer at the end, committed (or, one time in nine, dropped). */
+static void step_once(alex_db *db, uint64_t *s, int step)
+{
+	static uint8_t buf[BLK];
+	struct snap next = model;
+	uint64_t r = rnd(s) % 40;
+
+	if (r == 0 && next.len > 4 * BLK) {
+		next.len -= BLK; /* SQLite's truncation after a VACUUM */
+		memset(next.b + next.len, 0, BLK);
+		cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, next.len), 0, "step %d", step);
+	} else if (r == 1 && next.len < MAXB * BLK) {
+		next.len += BLK; /* grown with zeros, as SQLite's mmap does */
+		cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, next.len), 0, "step %d", step);
+	} else if (r < 12 && next.len < MAXB * BLK) {
+		for (uint32_t j = 0; j < BLK; j++)
+			buf[j] = (uint8_t)rnd(s);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, buf, BLK, next.len), 0);
+		memcpy(next.b + next.len, buf, BLK);
+		next.len += BLK;
+	}
+	int nw = 1 + (int)(rnd(s) % 4);
+	for (int k = 0; k < nw; k++) {
+		uint32_t b = (uint32_t)(rnd(s) % (next.len / BLK));
+		uint32_t len = 1 + (uint32_t)(rnd(s) % (rnd(s) % 6 == 0 ? 1500 : 80));
+		uint32_t lo = b == 0 ? 100 : 0; /* page 1's header stays markable */
+		uint32_t at = lo + (uint32_t)(rnd(s) % (BLK - lo - len));
+		for (uint32_t j = 0; j < len; j++)
+			buf[j] = (uint8_t)rnd(s);
+		cr_assert_eq(alex_write(db, ALEX_FILE_DB, buf, len, (uint64_t)b * BLK + at), 0);
+		memcpy(next.b + (uint64_t)b * BLK + at, buf, len);
+	}
+	if (rnd(s) % 9 == 0) {
+		cr_assert_eq(alex_discard(db), 0, "step %d discard", step);
+		return;
+	}
+	int rc = alex_commit(db);
+	cr_assert_eq(rc, 0, "step %d commit: %s", step, alex_strerror(rc));
+	model = next;
+	cr_assert_lt(nsnaps, MAXSNAP);
+	snaps[nsnaps++] = model;
+}
+
+/* Two engines (two processes) on one growing and shrinking file take
+ * turns; both read everything after every step; every fifth step four
+ * crash images each recover the last acknowledged state or a later one. */
+static void run_turns(uint64_t seed, struct alex_stats *sum)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config cfg;
+	alex_db *e[2];
+	uint64_t s = seed;
+	char why[200];
+
+	snaps = malloc(sizeof *snaps * MAXSNAP);
+	nsnaps = 0;
+	make_file(m);
+	snaps[nsnaps++] = model;
+	carry_config(&cfg);
+	e[0] = open_engine(&cfg, &io);
+	e[1] = open_engine(&cfg, &io);
+	for (int step = 0; step < 400; step++) {
+		alex_db *db = e[rnd(&s) % 7 == 0];
+		cr_assert_eq(alex_refresh(db, 1), 0, "step %d refresh", step);
+		step_once(db, &s, step);
+		if (rnd(&s) % 100 == 0) { /* a process ends and comes back */
+			int x = (int)(rnd(&s) % 2);
+			struct alex_stats st;
+			alex_stats(e[x], &st);
+			sum->carries += st.carries;
+			sum->carry_applies += st.carry_applies;
+			alex_close(e[x]);
+			e[x] = open_engine(&cfg, &io);
+		}
+		for (int i = 0; i < 2; i++) {
+			cr_assert_eq(alex_refresh(e[i], 1), 0);
+			check(e[i], step);
+		}
+		if (step % 5 == 2) {
+			static const enum alex_crash how[] = { ALEX_CRASH_KEEP, ALEX_CRASH_LOSE,
+							       ALEX_CRASH_SUBSET, ALEX_CRASH_TEAR };
+			for (int k = 0; k < 4; k++) {
+				alex_mem *img = alex_mem_crash(m, how[k], seed * 1009 + (uint64_t)step);
+				cr_assert(recovers(img, nsnaps - 1, why, sizeof why),
+					  "seed %llu step %d crash %d: %s", (unsigned long long)seed,
+					  step, (int)how[k], why);
+				alex_mem_free(img);
+			}
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		struct alex_stats st;
+		alex_stats(e[i], &st);
+		sum->carries += st.carries;
+		sum->carry_applies += st.carry_applies;
+		alex_close(e[i]);
+	}
+	alex_mem_free(m);
+	free(snaps);
+}
+
+Test(carry, two_engines_on_a_growing_file_read_back_and_recover, .timeout = 600)
+{
+	struct alex_stats sum = { 0 };
+
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		run_turns(seed, &sum);
+	cr_log_info("carries %llu, copied %llu", (unsigned long long)sum.carries,
+		    (unsigned long long)sum.carry_applies);
+	cr_expect_gt(sum.carries, 100, "carries %llu", (unsigned long long)sum.carries);
+	cr_expect_gt(sum.carry_applies, 80, "copied %llu",
+		     (unsigned long long)sum.carry_applies);
+}
+
+/* Every I/O of a run of commits that holds carries and their copies: at
+ * each, images that keep any subset of the unsynced sectors. */
+struct cut_at {
+	alex_mem *m;
+	alex_mem **img;
+	int *acked;
+	size_t n, cap;
+};
+
+static int acked_now;
+
+static void cut_here(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	struct cut_at *c = arg;
+
+	(void)kind, (void)fd;
+	for (uint64_t seed = 0; seed < 3 && c->n < c->cap; seed++) {
+		c->acked[c->n] = acked_now;
+		c->img[c->n++] = alex_mem_crash(c->m, ALEX_CRASH_SUBSET, op * 3 + seed);
+	}
+}
+
+Test(carry, a_cut_at_every_io_keeps_every_acknowledged_commit, .timeout = 600)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config cfg;
+	struct cut_at cuts = { m, calloc(60000, sizeof(alex_mem *)), calloc(60000, sizeof(int)),
+			       0, 60000 };
+	uint64_t s = 77;
+	char why[200];
+
+	snaps = malloc(sizeof *snaps * MAXSNAP);
+	nsnaps = 0;
+	make_file(m);
+	snaps[nsnaps++] = model;
+	carry_config(&cfg);
+	alex_db *db = open_engine(&cfg, &io);
+	for (int step = 0; step < 30; step++)
+		step_once(db, &s, step);
+	acked_now = nsnaps - 1;
+	alex_mem_on_op(m, cut_here, &cuts);
+	for (int step = 30; step < 90; step++) {
+		step_once(db, &s, step);
+		acked_now = nsnaps - 1;
+	}
+	alex_mem_on_op(m, NULL, NULL);
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_assert_geq(st.carries, 3, "carries %llu", (unsigned long long)st.carries);
+	cr_assert_geq(st.carry_applies, 3, "copies %llu", (unsigned long long)st.carry_applies);
+	alex_close(db);
+	for (size_t i = 0; i < cuts.n; i++) {
+		cr_assert(recovers(cuts.img[i], cuts.acked[i], why, sizeof why), "image %zu: %s", i,
+			  why);
+		alex_mem_free(cuts.img[i]);
+	}
+	cr_log_info("%zu images, %llu carries", cuts.n, (unsigned long long)st.carries);
+	free(cuts.img);
+	free(cuts.acked);
+	free(snaps);
+	alex_mem_free(m);
+}
+
+/* Runs one engine until it has carried twice and made n more commits:
+ * the log's current epoch is then a carried one.  Returns the engine. */
+static alex_db *carried_twice(alex_mem *m, uint64_t *s)
+{
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config cfg;
+	struct alex_stats st;
+
+	snaps = malloc(sizeof *snaps * MAXSNAP);
+	nsnaps = 0;
+	make_file(m);
+	snaps[nsnaps++] = model;
+	carry_config(&cfg);
+	alex_db *db = open_engine(&cfg, &io);
+	int step = 0;
+	do {
+		step_once(db, s, step++);
+		alex_stats(db, &st);
+	} while (st.carries < 2 && step < 500);
+	cr_assert_eq(st.carries, 2);
+	return db;
+}
+
+/*
+ * A carried epoch's header slot damaged (not by a crash: a slot is one
+ * sector) while its records stand: recovery must not rebuild the header
+ * from its first record, which cannot say which records it carries; the
+ * other slot's epoch stands, whole, and the state is one that was.
+ */
+static alex_mem *first_sync_image;
+
+static void image_at_first_sync(void *arg, uint64_t op, enum alex_mem_op kind, int fd)
+{
+	(void)op, (void)fd;
+	if (kind == ALEX_MEM_SYNC && !first_sync_image)
+		first_sync_image = alex_mem_crash(arg, ALEX_CRASH_KEEP, 0);
+}
+
+Test(carry, a_damaged_carried_slot_is_not_rebuilt_from_its_records)
+{
+	alex_mem *m = alex_mem_new();
+	uint64_t s = 5;
+	char why[200];
+	alex_db *db = carried_twice(m, &s);
+	int before = nsnaps - 1;
+
+	/* the carried epoch's first commit, as the disk has it at its sync
+	 * (the copy of the carried records comes after) */
+	first_sync_image = NULL;
+	alex_mem_on_op(m, image_at_first_sync, m);
+	step_once(db, &s, 1000);
+	alex_mem_on_op(m, NULL, NULL);
+	cr_assert_not_null(first_sync_image);
+	alex_close(db);
+	struct alex_loghdr h[2];
+	size_t len;
+	uint8_t *log = (uint8_t *)alex_mem_get(first_sync_image, LOG, &len);
+	cr_assert_eq(alex_loghdr_decode(log, &h[0]), 0);
+	cr_assert_eq(alex_loghdr_decode(log + BLK, &h[1]), 0);
+	int cur = alex_loghdr_pick(&h[0], &h[1]);
+	cr_assert(h[cur].prev_epoch, "the current epoch carries the one before");
+	log[cur * BLK + 40] ^= 1; /* its start_lsn */
+	/* the epoch before stands: at least the state it ended with */
+	cr_assert(recovers(first_sync_image, before, why, sizeof why), "%s", why);
+	alex_mem_free(first_sync_image);
+	free(snaps);
+	alex_mem_free(m);
+}
+
+/* A carried epoch's records are acknowledged commits: any of them
+ * damaged is reported, not cut off as a torn tail. */
+Test(carry, a_damaged_carried_record_is_an_error)
+{
+	alex_mem *m = alex_mem_new();
+	uint64_t s = 9;
+	alex_db *db = carried_twice(m, &s);
+	struct alex_config c;
+	alex_db *d2;
+	size_t len;
+
+	alex_mem_on_op(m, NULL, NULL);
+	uint8_t *log = (uint8_t *)alex_mem_get(m, LOG, &len);
+	struct alex_loghdr h[2];
+	cr_assert_eq(alex_loghdr_decode(log, &h[0]), 0);
+	cr_assert_eq(alex_loghdr_decode(log + BLK, &h[1]), 0);
+	const struct alex_loghdr *cur = &h[alex_loghdr_pick(&h[0], &h[1])];
+	cr_assert(cur->prev_epoch);
+	uint64_t at = cur->prev_off + (cur->prev_end - cur->prev_off) / 2;
+	log[at] ^= 0x40;
+	alex_config_default(&c);
+	c.checkpoint_on_close = 0;
+	struct alex_io io = alex_mem_io(m);
+	cr_expect_eq(alex_open(DB, &c, &io, &d2), ALEX_ECORRUPT);
+	alex_close(db);
+	free(snaps);
+	alex_mem_free(m);
+}
+
+/* One commit of a small change to block 1 (the model follows). */
+static void touch_block1(alex_db *db, uint8_t v)
+{
+	uint8_t b[64];
+
+	memset(b, v, sizeof b);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, sizeof b, BLK + 8), 0);
+	memcpy(model.b + BLK + 8, b, sizeof b);
+	cr_assert_eq(alex_commit(db), 0);
+}
+
+/*
+ * A file cut short and grown again with zeros after its carried epoch was
+ * copied: the next carry must not read the cut block back from the base,
+ * where the copy left its old bytes (the carry waits for a checkpoint).
+ */
+Test(carry, a_block_cut_after_the_copy_stays_cut)
+{
+	alex_mem *m = alex_mem_new();
+	uint64_t s = 13;
+	alex_db *db = carried_twice(m, &s);
+	struct alex_stats st;
+	uint8_t v = 1;
+
+	touch_block1(db, v++); /* the carried epoch is copied after this one */
+	alex_stats(db, &st);
+	uint64_t copied = st.carry_applies;
+	cr_assert_eq(copied, 2);
+	size_t last = model.len - BLK;
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, last), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	cr_assert_eq(alex_truncate(db, ALEX_FILE_DB, model.len), 0);
+	cr_assert_eq(alex_commit(db), 0);
+	memset(model.b + last, 0, BLK);
+	for (int i = 0; i < 400; i++) {
+		alex_stats(db, &st);
+		if (st.checkpoints || st.carries > 2)
+			break;
+		touch_block1(db, v++);
+	}
+	alex_stats(db, &st);
+	cr_assert(st.checkpoints || st.carries > 2, "neither a checkpoint nor a carry came");
+	for (int i = 0; i < 3; i++)
+		touch_block1(db, v++);
+	check(db, 0);
+	alex_close(db);
+	free(snaps);
+	alex_mem_free(m);
+}
