@@ -66,33 +66,34 @@ int alex_carry_possible(const alex_db *db)
 	       db->log_fd >= 0 && !db->log_stub && !(db->hdr.flags & ALEX_HDR_XTS);
 }
 
-/*
- * The map forgets blocks whose place is in another epoch's records: the
- * last carried one's, whose stretch the next epoch writes over.  The base
- * files hold them: the carried epoch was copied (by this engine or
- * another: alex_carry_apply), and left each file as long as it then was;
- * nothing cut one since (own_cut: a carry waits for a checkpoint then),
- * so reads below that length may go to the base files again.
- */
+int alex_carry_copied(alex_db *db)
+{
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		uint64_t phys;
+		int err;
+		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
+			continue; /* SQLite's journal and WAL: never copied */
+		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys)))
+			return err;
+		uint64_t l = phys < db->own_min[f] ? phys : db->own_min[f];
+		db->climit[f] = l;
+		if (db->limit[f] > l || !alex_txn_open(db))
+			db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;
+	}
+	return 0;
+}
+
+/* The map forgets blocks whose place is in another epoch's records: the
+ * last carried one's, whose stretch the next epoch writes over; the base
+ * files hold them (alex_carry_copied). */
 static int forget_carried(alex_db *db)
 {
 	uint32_t epoch = (uint32_t)db->hdr.epoch;
 	uint64_t *gone = malloc((db->map.n ? db->map.n : 1) * sizeof *gone);
 	size_t n = 0;
-	int err;
 
 	if (!gone)
 		return ALEX_ENOMEM;
-	for (int f = 0; f < ALEX_NFILES; f++) {
-		uint64_t phys;
-		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
-			continue; /* SQLite's journal and WAL: never copied */
-		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys))) {
-			free(gone);
-			return err;
-		}
-		db->climit[f] = db->limit[f] = phys < db->csize[f] ? phys : db->csize[f];
-	}
 	for (size_t i = 0; i < db->map.cap; i++)
 		if (db->map.keys[i] && db->map.vals[i].epoch != epoch)
 			gone[n++] = db->map.keys[i];
@@ -118,6 +119,8 @@ int alex_carry_begin(alex_db *db)
 	h->prev_salt = h->salt;
 	h->epoch++;
 	h->start_lsn = db->next_lsn;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->own_min[f] = UINT64_MAX;
 	h->salt = alex_random32();
 	h->data_off = d >= ALEX_LOG_DATA + ALEX_LOG_RUN ? ALEX_LOG_DATA : alex_epoch_follows_at(e);
 	db->prev_crc = h->salt;
@@ -141,7 +144,7 @@ int alex_carry_apply(alex_db *db)
 {
 	int err;
 
-	if ((err = alex_ckpt_copy(db)))
+	if ((err = alex_ckpt_copy(db)) || (err = alex_carry_copied(db)))
 		return err;
 	struct alex_loghdr *h = &db->hdr;
 	h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;

@@ -18,6 +18,17 @@ int alex_carry_apply_due(const struct alex_db *db);
  * writes this epoch's header again without the carried records (not
  * synced: until a sync, they are not written over; carry.c). */
 int alex_carry_apply(struct alex_db *db);
+/*
+ * The carried epoch was copied (by this engine, or another: its header
+ * no longer names it): the base files hold every block that was committed
+ * then, up to their length then.  Bytes below that length come from them
+ * again, unless a commit of this epoch's own cut the file shorter since
+ * (own_min; one before the copy only makes this say less than it could).
+ * Else a checkpoint would cut the base below what it holds, before it
+ * writes the blocks back -- which the log, its carried records copied and
+ * let go, no longer holds.
+ */
+int alex_carry_copied(struct alex_db *db);
 /* Before a record at [off, off + len): may it go there?  A carried epoch's
  * records are copied first, and the header that lets them go is synced,
  * when it would write over them. */

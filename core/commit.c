@@ -203,6 +203,8 @@ static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		db->csize[f] = db->size[f];
 		db->climit[f] = db->limit[f];
+		if (db->txn_cut[f] < db->own_min[f])
+			db->own_min[f] = db->txn_cut[f];
 		db->txn_cut[f] = ALEX_NO_TRUNC;
 	}
 	db->txn++;

@@ -74,6 +74,8 @@ struct alex_db {
 	uint64_t own_commits;        /* commits in this epoch's own records (a
 				        carried epoch's are not counted) */
 	int own_cut;                 /* ... one of which cut a file short */
+	uint64_t own_min[ALEX_NFILES]; /* ... the shortest each was cut to
+				        (UINT64_MAX: none) */
 	int epoch_live;       /* hdr's epoch takes records at append_off; if 0,
 				 the next record begins a new epoch (or log) */
 	int epoch_started;    /* the base carries this epoch's fence (or the

@@ -196,6 +196,8 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_
 	db->epoch_commits = 0;
 	db->own_commits = 0;
 	db->own_cut = 0;
+	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
+		db->own_min[f_] = UINT64_MAX;
 	db->epoch_live = 1;
 	db->epoch_started = 0;
 }

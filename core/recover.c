@@ -61,6 +61,8 @@ static int apply(alex_db *db, const struct ops *o)
 		alex_map_trunc(&db->map, x->file, (x->size + ALEX_BLOCK - 1) >> ALEX_BLOCK_SHIFT);
 		if (x->size < db->climit[x->file])
 			db->climit[x->file] = x->size;
+		if (x->size < db->own_min[x->file])
+			db->own_min[x->file] = x->size;
 		db->own_cut = 1;
 	}
 	return 0;
@@ -446,6 +448,8 @@ static int replay_carried(alex_db *db)
 	db->prev_crc = h->salt;
 	db->own_commits = 0;
 	db->own_cut = 0;
+	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
+		db->own_min[f_] = UINT64_MAX;
 	return 0;
 }
 
@@ -459,6 +463,8 @@ int alex_recover(alex_db *db)
 	db->epoch_commits = 0;
 	db->own_commits = 0;
 	db->own_cut = 0;
+	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
+		db->own_min[f_] = UINT64_MAX;
 	db->epoch_live = 0;
 	db->epoch_started = 0;
 	alex_map_clear(&db->map);

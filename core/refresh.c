@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "carry.h"
 #include "ckpt.h"
 #include "dbg.h"
 #include "engine.h"
@@ -77,8 +78,10 @@ static int reload_log(alex_db *db, int force, int may_abort)
 		db->hdr = h;
 		err = restart(db, may_abort);
 	} else if (!err) {
+		int copied = db->hdr.prev_epoch && !h.prev_epoch;
 		if (memcmp(&h, &db->hdr, sizeof h) != 0)
-			db->hdr = db->hdr_disk = h; /* the epoch became fenced */
+			db->hdr = db->hdr_disk = h; /* the epoch became fenced, or
+						       its carried one copied */
 		/* Nothing in the log when this engine last looked: the fence
 		 * was down, and the base files may have changed since -- a
 		 * program without ALEX, or SQLite's own WAL checkpoints in a
@@ -87,6 +90,8 @@ static int reload_log(alex_db *db, int force, int may_abort)
 		if (!db->epoch_commits && (err = alex_bases_open(db)))
 			return err;
 		err = alex_refresh_scan(db, may_abort);
+		if (!err && copied)
+			err = alex_carry_copied(db);
 	}
 	return err;
 }
