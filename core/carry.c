@@ -140,13 +140,15 @@ int alex_carry_apply_due(const alex_db *db)
 	return db->hdr.prev_epoch && db->hdr_synced && db->own_commits && !db->failed;
 }
 
-int alex_carry_apply(alex_db *db)
+/* The carried epoch is in the base files, durably: this epoch's header
+ * again without it (carry.c), and the base files' length counts. */
+static int let_go(alex_db *db)
 {
+	struct alex_loghdr *h = &db->hdr;
 	int err;
 
-	if ((err = alex_ckpt_copy(db)) || (err = alex_carry_copied(db)))
+	if ((err = alex_carry_copied(db)))
 		return err;
-	struct alex_loghdr *h = &db->hdr;
 	h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
 	h->prev_salt = 0;
 	if ((err = alex_log_write_header(db))) {
@@ -155,6 +157,67 @@ int alex_carry_apply(alex_db *db)
 	}
 	db->st.carry_applies++;
 	return 0;
+}
+
+int alex_carry_apply(alex_db *db)
+{
+	int err;
+
+	if ((err = alex_ckpt_copy(db, 1)))
+		return err;
+	db->ca.state = ALEX_CA_IDLE; /* a copy in flight is of no more use */
+	return let_go(db);
+}
+
+/* A sync of the base file made or failed; the copy it covered was made
+ * for this epoch, and the epoch still carries (else a checkpoint came
+ * between, which copied everything itself). */
+static int synced(alex_db *db)
+{
+	int err = db->ca.err;
+
+	db->ca.state = ALEX_CA_IDLE;
+	if (err) {
+		/* the page cache may show bytes the disk lacks (ckpt.c) */
+		db->ckpt_doubt = 1;
+		if (db->io.ops->forget)
+			db->io.ops->forget(db->io.ctx, db->base_fd[ALEX_FILE_DB]);
+		return err;
+	}
+	if (!db->hdr.prev_epoch || db->hdr.epoch != db->ca.epoch || db->hdr.salt != db->ca.salt)
+		return 0;
+	return let_go(db);
+}
+
+int alex_carry_step(alex_db *db)
+{
+	int err;
+
+	switch (db->ca.state) {
+	case ALEX_CA_IDLE:
+		if (!alex_carry_apply_due(db))
+			return 0;
+		if ((err = alex_ckpt_copy(db, 0)))
+			return err;
+		db->ca.state = ALEX_CA_COPIED;
+		db->ca.epoch = db->hdr.epoch;
+		db->ca.salt = db->hdr.salt;
+		db->ca.waits = 0;
+		db->ca.err = 0;
+		db->bg_want = 1; /* the syncing thread takes it (alex_sync_start) */
+		return 0;
+	case ALEX_CA_COPIED:
+		/* no syncing thread took it (none made, or none at all: the
+		 * engine alone): here, then */
+		if (++db->ca.waits < ALEX_CA_INLINE_AFTER)
+			return 0;
+		db->ca.err = db->io.ops->fdatasync(db->io.ctx, db->base_fd[ALEX_FILE_DB]);
+		return synced(db);
+	case ALEX_CA_DONE:
+		return synced(db);
+	default:
+		return 0; /* the thread is in its sync: a later commit looks */
+	}
 }
 
 int alex_carry_room(alex_db *db, uint64_t off, uint64_t len)

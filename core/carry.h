@@ -18,6 +18,12 @@ int alex_carry_apply_due(const struct alex_db *db);
  * writes this epoch's header again without the carried records (not
  * synced: until a sync, they are not written over; carry.c). */
 int alex_carry_apply(struct alex_db *db);
+/* The same, at a commit, without waiting: the copy when it is due, the
+ * base file's sync by the syncing thread (alex_sync_start, commit.c), the
+ * header at a commit after it.  A commit that finds no thread took the
+ * sync for ALEX_CA_INLINE_AFTER commits makes it itself. */
+#define ALEX_CA_INLINE_AFTER 8
+int alex_carry_step(struct alex_db *db);
 /*
  * The carried epoch was copied (by this engine, or another: its header
  * no longer names it): the base files hold every block that was committed

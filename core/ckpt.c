@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ckpt.h"
 #include "db.h"
@@ -276,6 +277,28 @@ static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uin
 }
 
 /*
+ * Base file f's fdatasync.  The syncing thread may be in one of the
+ * database file's (a carried epoch's copy, carry.c): a write-back error
+ * is reported to one sync of a file description only, so one not begun is
+ * cancelled and one running waited for, and its error is this one's.
+ */
+static int base_sync(alex_db *db, unsigned f)
+{
+	int expect = ALEX_BG_STARTED;
+
+	if (f == ALEX_FILE_DB && db->bg.on && db->bg.carry && db->bg.fd == db->base_fd[f] &&
+	    !__atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_CANCELLED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		struct timespec pause = { 0, 20000 };
+		while (__atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_RUNNING)
+			nanosleep(&pause, NULL);
+		if (db->bg.err)
+			return db->bg.err;
+	}
+	return db->io.ops->fdatasync(db->io.ctx, db->base_fd[f]);
+}
+
+/*
  * Writes file f's committed blocks (keys[0..n), sorted) into its base,
  * sets its size and syncs it.  Block 0 of the database goes down with the
  * current mark on it; one that cannot carry a mark goes down with the
@@ -286,7 +309,8 @@ static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uin
  * or FEW_IN_COMMIT.
  */
 static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, uint8_t *buf,
-		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size, size_t few)
+		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size, size_t few,
+		     int sync)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	uint64_t phys = 0;
@@ -330,7 +354,7 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 		return err;
 	if (phys != size && (err = o->ftruncate(db->io.ctx, db->base_fd[f], size)))
 		return err;
-	return o->fdatasync(db->io.ctx, db->base_fd[f]);
+	return sync ? base_sync(db, f) : 0;
 }
 
 /* The true first bytes of the database's block 0 as committed. */
@@ -360,7 +384,7 @@ static int unmark_synced(alex_db *db, const uint8_t *true_hdr)
 		return err;
 	if (phys != size && (err = o->ftruncate(db->io.ctx, fd, size)))
 		return err;
-	return o->fdatasync(db->io.ctx, fd);
+	return base_sync(db, ALEX_FILE_DB);
 }
 
 /* The log holds nothing of this epoch, but the base carries a mark a crash
@@ -401,8 +425,9 @@ static uint64_t *sorted_keys(const struct alex_map *map, size_t *n)
 	return keys;
 }
 
-/* copy: only copy every committed block and sync the base (a carried
- * epoch's, carry.c), no new epoch, no unmark: the fence stays, and so does
+/* copy: only copy every committed block, and sync the base if 1 (not if
+ * 2: carry.c has it synced outside the caller's lock), for a carried
+ * epoch (carry.c): no new epoch, no unmark: the fence stays, and so does
  * the log.  A transaction may be open (its blocks are not in the map). */
 static int run_once(alex_db *db, size_t few, int copy)
 {
@@ -479,7 +504,8 @@ static int run_once(alex_db *db, size_t few, int copy)
 			i++;
 		if ((err = copy_file(db, f, keys + start, i - start, buf, old, bounce,
 				     slow && f == ALEX_FILE_DB,
-				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0, few))) {
+				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0, few,
+				     copy != 2))) {
 			/* A failed write-back leaves its pages clean in the
 			 * cache, showing bytes the disk lacks, and the sync
 			 * reports the error once: a retry that compared with
@@ -586,9 +612,9 @@ int alex_ckpt_run_in_commit(alex_db *db)
 	return ckpt_run(db, FEW_IN_COMMIT);
 }
 
-int alex_ckpt_copy(alex_db *db)
+int alex_ckpt_copy(alex_db *db, int sync)
 {
 	if (db->cfg.readonly)
 		return EROFS;
-	return run_once(db, FEW_IN_COMMIT, 1);
+	return run_once(db, FEW_IN_COMMIT, sync ? 1 : 2);
 }

@@ -257,7 +257,7 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	} else if (to_wal || ckpt_due(db)) {
 		if (alex_ckpt_run_in_commit(db))
 			db->st.checkpoint_failures++;
-	} else if (alex_carry_apply_due(db) && alex_carry_apply(db)) {
+	} else if (alex_carry_step(db)) {
 		db->st.checkpoint_failures++;
 	}
 	return 0;
@@ -361,9 +361,23 @@ int alex_sync_start(alex_db *db)
 {
 	uint64_t now = alex_now_ns();
 
+	/* a carried epoch's copy: the database file's sync (carry.c) */
+	if (db->ca.state == ALEX_CA_COPIED && !db->bg.on && !db->failed &&
+	    db->base_fd[ALEX_FILE_DB] >= 0) {
+		db->bg.on = 1;
+		db->bg.carry = 1;
+		db->bg.parked = 0;
+		db->bg.fd = db->base_fd[ALEX_FILE_DB];
+		db->bg.err = 0;
+		__atomic_store_n(&db->bg.state, ALEX_BG_STARTED, __ATOMIC_RELEASE);
+		db->ca.state = ALEX_CA_SYNCING;
+		return 1;
+	}
+
 	if (db->failed || !db->unsynced_commit || db->bg.on || db->log_fd < 0 || !sync_soon(db, now))
 		return 0;
 	db->bg.on = 1;
+	db->bg.carry = 0;
 	db->bg.parked = 0;
 	db->bg.fd = db->log_fd;
 	db->bg.seq = db->unsynced_seq;
@@ -397,6 +411,16 @@ int alex_sync_finish(alex_db *db, int err)
 
 	db->bg.on = 0;
 	__atomic_store_n(&db->bg.state, 0, __ATOMIC_RELEASE);
+	if (db->bg.carry) {
+		/* the next commit lets the carried epoch go (carry.c); one
+		 * not made (a checkpoint's own sync came first) is made again */
+		db->bg.carry = 0;
+		if (db->ca.state == ALEX_CA_SYNCING) {
+			db->ca.state = cancelled ? ALEX_CA_COPIED : ALEX_CA_DONE;
+			db->ca.err = cancelled ? 0 : err;
+		}
+		return 0;
+	}
 	if (db->bg.parked) {
 		/* the log was closed meanwhile (removed after its checkpoint,
 		 * or another's): what the sync covered is not this engine's to
@@ -437,6 +461,8 @@ int alex_sync_finish(alex_db *db, int err)
 
 void alex_sync_forget(alex_db *db)
 {
+	if (db->ca.state != ALEX_CA_IDLE)
+		db->ca.state = ALEX_CA_IDLE; /* a child copies again if it must */
 	if (db->bg.on && db->bg.parked)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 	db->bg.on = db->bg.parked = 0;

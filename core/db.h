@@ -166,7 +166,20 @@ struct alex_db {
 		int state;        /* ALEX_BG_* (atomic: alex_sync_run runs
 				     without the lock) */
 		int err;          /* its fdatasync's, once DONE */
+		int carry;        /* the base file's, for a carried epoch's
+				     copy (carry.c), not the log's */
 	} bg;
+	struct {                  /* a carried epoch's copy (carry.c) */
+		int state;        /* ALEX_CA_*, under the caller's lock */
+		uint64_t epoch;   /* the epoch whose carried records it copied */
+		uint32_t salt;
+		int waits;        /* commits since it was copied, not synced */
+		int err;          /* the sync's, once DONE */
+	} ca;
+#define ALEX_CA_IDLE 0
+#define ALEX_CA_COPIED 1    /* copied, the base file's sync wanted */
+#define ALEX_CA_SYNCING 2   /* the syncing thread took it */
+#define ALEX_CA_DONE 3      /* synced (or failed: err) */
 #define ALEX_BG_STARTED 1   /* begun, its fdatasync not yet */
 #define ALEX_BG_RUNNING 2   /* in its fdatasync */
 #define ALEX_BG_DONE 3

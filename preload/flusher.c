@@ -125,7 +125,10 @@ void alex_flusher_start(void)
 	pthread_attr_t a;
 	sigset_t all, old;
 
-	if (alex_cfg.engine.sync != ALEX_SYNC_NORMAL || __atomic_load_n(&refused, __ATOMIC_ACQUIRE) ||
+	/* NORMAL's syncs; FULL's only for a carried epoch's copy (carry.c) */
+	int wanted = alex_cfg.engine.sync == ALEX_SYNC_NORMAL ||
+		     (alex_cfg.engine.sync == ALEX_SYNC_FULL && alex_cfg.engine.ckpt_carry);
+	if (!wanted || __atomic_load_n(&refused, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
 		return;
 	pthread_once(&cv_once, init_cv);

@@ -8,9 +8,11 @@
  * acknowledged commit.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "carry.h"
 #include "format.h"
 #include "helpers.h"
 
@@ -96,6 +98,14 @@ static int recovers(alex_mem *img, int acked, char *why, size_t whylen)
 	return ok;
 }
 
+/* What the syncing thread does (preload/flusher.c): the database file's
+ * sync for a carried epoch's copy, outside the commit (carry.c). */
+static void bg_sync(alex_db *db)
+{
+	if (alex_sync_start(db))
+		alex_sync_finish(db, alex_sync_run(db));
+}
+
 /* One step of the workload: a few random changes, sometimes a block more
  * or fewer at the end, committed (or, one time in nine, dropped). */
 static void step_once(alex_db *db, uint64_t *s, int step)
@@ -135,6 +145,10 @@ static void step_once(alex_db *db, uint64_t *s, int step)
 	}
 	int rc = alex_commit(db);
 	cr_assert_eq(rc, 0, "step %d commit: %s", step, alex_strerror(rc));
+	/* the thread's sync at once, or later, or never (the commit after
+	 * ALEX_CA_INLINE_AFTER makes it) */
+	if (rnd(s) % 4)
+		bg_sync(db);
 	model = next;
 	cr_assert_lt(nsnaps, MAXSNAP);
 	snaps[nsnaps++] = model;
@@ -254,7 +268,7 @@ Test(carry, a_cut_at_every_io_keeps_every_acknowledged_commit, .timeout = 600)
 		step_once(db, &s, step);
 	acked_now = nsnaps - 1;
 	alex_mem_on_op(m, cut_here, &cuts);
-	for (int step = 30; step < 90; step++) {
+	for (int step = 30; step < 150; step++) {
 		step_once(db, &s, step);
 		acked_now = nsnaps - 1;
 	}
@@ -383,6 +397,7 @@ static void touch_block1(alex_db *db, uint8_t v)
 	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, sizeof b, BLK + 8), 0);
 	memcpy(model.b + BLK + 8, b, sizeof b);
 	cr_assert_eq(alex_commit(db), 0);
+	bg_sync(db);
 }
 
 /*
@@ -399,6 +414,7 @@ Test(carry, a_block_cut_after_the_copy_stays_cut)
 	uint8_t v = 1;
 
 	touch_block1(db, v++); /* the carried epoch is copied after this one */
+	touch_block1(db, v++); /* ... and let go after its sync */
 	alex_stats(db, &st);
 	uint64_t copied = st.carry_applies;
 	cr_assert_eq(copied, 2);
@@ -440,6 +456,10 @@ Test(carry, a_checkpoint_after_a_copy_loses_nothing_at_any_cut, .timeout = 300)
 	uint8_t v = 1;
 
 	touch_block1(db, v++); /* the carried epoch is copied after this one */
+	touch_block1(db, v++); /* ... and let go after its sync */
+	struct alex_stats st;
+	alex_stats(db, &st);
+	cr_assert_eq(st.carry_applies, 2);
 	snaps[nsnaps++] = model;
 	struct cuts cuts = checkpoint_cuts(m, db);
 	for (size_t i = 0; i < cuts.n; i++) {
@@ -448,6 +468,95 @@ Test(carry, a_checkpoint_after_a_copy_loses_nothing_at_any_cut, .timeout = 300)
 		alex_mem_free(cuts.img[i]);
 	}
 	free(cuts.img);
+	free(snaps);
+	alex_mem_free(m);
+}
+
+/* A commit of block 1 that leaves the syncing thread's work undone. */
+static void touch_no_thread(alex_db *db, uint8_t v)
+{
+	uint8_t b[64];
+
+	memset(b, v, sizeof b);
+	cr_assert_eq(alex_write(db, ALEX_FILE_DB, b, sizeof b, BLK + 8), 0);
+	memcpy(model.b + BLK + 8, b, sizeof b);
+	cr_assert_eq(alex_commit(db), 0);
+	snaps[nsnaps++] = model;
+}
+
+static void every_crash_recovers(alex_mem *m, const char *when)
+{
+	static const enum alex_crash how[] = { ALEX_CRASH_KEEP, ALEX_CRASH_LOSE, ALEX_CRASH_SUBSET,
+					       ALEX_CRASH_TEAR };
+	char why[200];
+
+	for (int k = 0; k < 4; k++)
+		for (uint64_t seed = 0; seed < 8; seed++) {
+			alex_mem *img = alex_mem_crash(m, how[k], seed);
+			cr_assert(recovers(img, nsnaps - 1, why, sizeof why), "%s, crash %d seed %llu: %s",
+				  when, (int)how[k], (unsigned long long)seed, why);
+			alex_mem_free(img);
+		}
+}
+
+/* The thread's sync of the copy fails: the carried epoch is not let go,
+ * the next copy is whole (the page cache may show bytes the disk lacks),
+ * and its sync lets it go; every crash between keeps every commit. */
+Test(carry, a_failed_sync_of_the_copy_keeps_the_carried_epoch)
+{
+	alex_mem *m = alex_mem_new();
+	uint64_t s = 31;
+	alex_db *db = carried_twice(m, &s);
+	struct alex_stats st;
+	uint8_t v = 1;
+
+	touch_no_thread(db, v++); /* copied; its sync wanted */
+	cr_assert(alex_sync_start(db), "the thread has a sync to make");
+	alex_mem_fail_at(m, alex_mem_ops(m) + 1, ALEX_MEM_SYNC, EIO);
+	alex_sync_finish(db, alex_sync_run(db));
+	alex_mem_fail_at(m, 0, 0, 0);
+	touch_no_thread(db, v++); /* finds the sync failed */
+	alex_stats(db, &st);
+	cr_expect_eq(st.carry_applies, 1, "the carried epoch was let go after a failed sync");
+	cr_expect_eq(st.checkpoint_failures, 1);
+	every_crash_recovers(m, "after the failed sync");
+	for (int i = 0; i < 3; i++) {
+		touch_no_thread(db, v++);
+		if (alex_sync_start(db))
+			alex_sync_finish(db, alex_sync_run(db));
+	}
+	alex_stats(db, &st);
+	cr_expect_eq(st.carry_applies, 2, "copied again and let go");
+	check(db, 0);
+	every_crash_recovers(m, "after the second copy");
+	alex_close(db);
+	free(snaps);
+	alex_mem_free(m);
+}
+
+/* A checkpoint comes while the thread's sync of a copy is queued: the
+ * checkpoint's own sync takes its place (one sync of a file reports a
+ * write-back error), and the copy, superseded, lets nothing go. */
+Test(carry, a_checkpoint_takes_the_place_of_a_queued_sync)
+{
+	alex_mem *m = alex_mem_new();
+	uint64_t s = 41;
+	alex_db *db = carried_twice(m, &s);
+	struct alex_stats st;
+	uint8_t v = 1;
+
+	touch_no_thread(db, v++);
+	cr_assert(alex_sync_start(db));
+	cr_assert_eq(alex_checkpoint(db), 0);
+	cr_assert_eq(alex_sync_run(db), 0);
+	alex_sync_finish(db, 0);
+	for (int i = 0; i < ALEX_CA_INLINE_AFTER + 2; i++)
+		touch_no_thread(db, v++);
+	alex_stats(db, &st);
+	cr_expect_eq(st.carry_applies, 1);
+	check(db, 0);
+	every_crash_recovers(m, "after the checkpoint");
+	alex_close(db);
 	free(snaps);
 	alex_mem_free(m);
 }
