@@ -46,6 +46,15 @@ static int same(const struct alex_known_slot *s, uint64_t key, const struct alex
 	       s->loc.epoch == l->epoch && s->salt == salt;
 }
 
+/* The salt of the epoch a place is of: this one's, or the carried one's
+ * (carry.c), whose blocks the copy reads after the carry. */
+static uint32_t salt_of(const alex_db *db, const struct alex_loc *l)
+{
+	if (db->hdr.prev_epoch && l->epoch == (uint32_t)db->hdr.prev_epoch)
+		return db->hdr.prev_salt;
+	return db->hdr.salt;
+}
+
 const uint8_t *alex_known_get(alex_db *db, uint64_t key, const struct alex_loc *l,
 			      uint32_t *depth)
 {
@@ -53,8 +62,9 @@ const uint8_t *alex_known_get(alex_db *db, uint64_t key, const struct alex_loc *
 
 	if (!k)
 		return NULL;
+	uint32_t salt = salt_of(db, l);
 	for (uint32_t i = set_of(k, key), w = 0; w < ALEX_KNOWN_WAYS; w++, i++) {
-		if (!same(&k->slot[i], key, l, db->hdr.salt))
+		if (!same(&k->slot[i], key, l, salt))
 			continue;
 		if (depth)
 			*depth = k->slot[i].depth;
