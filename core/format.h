@@ -10,7 +10,7 @@
  *
  *   off len  field
  *     0   8  magic      "ALEXLOG\0"
- *     8   4  version    ALEX_FORMAT_NEW (9; formats 1 to 8 are read too).
+ *     8   4  version    ALEX_FORMAT_NEW (10; formats 1 to 9 are read too).
  *                       GAP blocks are written only in a log of version 3
  *                       or later; a reader that knows only 2 refuses such a
  *                       log whole (below) instead of taking its records for
@@ -32,6 +32,7 @@
  *                       Version 8 may say STAGED (flags); version 9 is 8
  *                       with DELTA blocks rooted at the database file
  *                       (below), which a reader of 8 would take for damage
+ *                       Version 10 is 9 with carried epochs (below)
  *    52   4  flags      bit 0 BASE: bytes 64..163 hold the base copy
  *                       bit 1 FENCED: the database file was marked with this
  *                       epoch's fence before its first COMMIT record; the
@@ -53,8 +54,32 @@
  *                       that point (recover.c)
  *   164   8  data_off   version 4: where the epoch's first record goes, a
  *                       multiple of 4096, at least 8192 (always 8192 before)
- *   The rest of the slot is zero.  Logs written before BASE existed have
- *   flags 0 and are not checked against their database.
+ *   Version 10, under base_crc too (64..219):
+ *   172   8  fence_epoch whose fence the database file carries for this
+ *                       epoch's records (1..epoch; the epoch's own unless
+ *                       carried)
+ *   180   8  prev_epoch 0, or the carried epoch: its records, [prev_off,
+ *   188   8  prev_off   prev_end) from lsn prev_lsn under salt prev_salt,
+ *   196   8  prev_end   are replayed before this epoch's (recover.c), all of
+ *   204   8  prev_lsn   them; data_off lies outside them
+ *   212   4  prev_salt
+ *   216   4  zero
+ *   The rest of the slot is zero (bytes 172..219 too, before version 10).
+ *   Logs written before BASE existed have flags 0 and are not checked
+ *   against their database.
+ *
+ *   Carried epochs (version 10, carry.c): a FULL-mode checkpoint writes
+ *   the next epoch's slot naming the last epoch's records and keeping its
+ *   fence, without a sync or a write to the database file; the copy into
+ *   the file comes at a later commit, and its sync outside the commit, and
+ *   then the slot is written again without the carried epoch.  A new slot
+ *   (a new epoch, or the same one without its carried records) goes to the
+ *   slot not holding the current one, so the two no longer follow the
+ *   epoch's parity; of two valid slots of one epoch the one without a
+ *   carried epoch is current.  Every record of an epoch that carries one,
+ *   or whose fence is another epoch's, says CARRY: no slot is rebuilt from
+ *   it (protect.c: alex_protect_adopt), since a record cannot name what
+ *   its epoch carries.
  *
  *   An epoch begins at 8192, or, when the one before it was short (under
  *   ALEX_LOG_RUN bytes from 8192 to its end), right where that one's last
@@ -101,6 +126,7 @@
  *                       across several (SQLite's super-journal); it stands
  *                       once a later commit follows it in the epoch, or once
  *                       the super-journal it names no longer exists
+ *                       bit 2 CARRY (format 10): its epoch is carried (above)
  *    44   4  nonce      random per engine open: two writers never share a chain
  *    48   4  prev_crc   hdr_crc of the previous record (the salt for the first)
  *    52   4  table_crc  crc32c of the block table
@@ -223,9 +249,8 @@
 				 keeps out every reader that cannot honour it */
 #define ALEX_FORMAT_V9 9u     /* version 8 with DELTA blocks rooted at the
 				 database file (below) */
-#define ALEX_FORMAT_V10 10u   /* version 9 with carried epochs (below): made
-				 only with ALEX_CKPT_CARRY */
-#define ALEX_FORMAT_NEW ALEX_FORMAT_V9 /* what a new log without a key is made with */
+#define ALEX_FORMAT_V10 10u   /* version 9 with carried epochs (below) */
+#define ALEX_FORMAT_NEW ALEX_FORMAT_V10 /* what a new log without a key is made with */
 #define ALEX_FORMAT_MAX ALEX_FORMAT_V10 /* the latest this reader knows */
 #define ALEX_FORMAT_V3 3u     /* read, and appended to (epochs at 8192 only) */
 #define ALEX_FORMAT_V2 2u     /* read, and appended to (without GAP blocks) */

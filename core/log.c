@@ -231,8 +231,6 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 	if (alex_log_sealed(db)) {
 		db->hdr.version = ALEX_FORMAT_XTS;
 		db->hdr.flags = ALEX_HDR_XTS;
-	} else if (db->cfg.ckpt_carry) {
-		db->hdr.version = ALEX_FORMAT_V10;
 	}
 	new_header(db, 1, 1, ALEX_LOG_DATA);
 	memcpy(db->hdr.base, base_hdr, ALEX_BASE_HDR);

@@ -43,6 +43,7 @@ void alex_config_default(struct alex_config *cfg)
 	cfg->crypt_buffer_bytes = 64u << 10;
 	cfg->direct = 1;
 	cfg->ckpt_direct = 1;
+	cfg->ckpt_carry = 1;
 	cfg->base_deltas = 1;
 }
 

@@ -12,7 +12,8 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 {
 	memset(out, 0, ALEX_HDR_SLOT_USED);
 	memcpy(out, ALEX_LOG_MAGIC, 8);
-	alex_put32(out + 8, h->version ? h->version : ALEX_FORMAT_NEW);
+	uint32_t v = h->version ? h->version : ALEX_FORMAT_NEW;
+	alex_put32(out + 8, v);
 	alex_put32(out + 12, ALEX_BLOCK);
 	memcpy(out + 16, h->uuid, 16);
 	alex_put64(out + 32, h->epoch);
@@ -21,11 +22,11 @@ void alex_loghdr_encode(uint8_t out[ALEX_HDR_SLOT_USED], const struct alex_loghd
 	alex_put32(out + 52, h->flags | ALEX_HDR_BASE);
 	memcpy(out + 64, h->base, ALEX_BASE_HDR);
 	size_t covered = ALEX_BASE_HDR;
-	if (!h->version || h->version >= ALEX_FORMAT_VERSION) {
+	if (v >= ALEX_FORMAT_VERSION) {
 		alex_put64(out + 164, h->data_off ? h->data_off : ALEX_LOG_DATA);
 		covered += 8;
 	}
-	if (alex_format_carry(h->version)) {
+	if (alex_format_carry(v)) {
 		alex_put64(out + 172, alex_hdr_fence_epoch(h));
 		alex_put64(out + 180, h->prev_epoch);
 		alex_put64(out + 188, h->prev_off);

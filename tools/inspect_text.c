@@ -37,6 +37,14 @@ static void text_header(const struct alex_logmap *lm, const char *path)
 							    : "", U(h->start_lsn), h->salt,
 	       h->flags & ALEX_HDR_BASE ? " BASE" : "", h->flags & ALEX_HDR_FENCED ? " FENCED" : "",
 	       h->flags & ALEX_HDR_STAGED ? " STAGED" : "", h->flags ? "" : " none");
+	if (alex_hdr_carried(h)) {
+		printf("  carried (format 10): fenced as epoch %llu", U(alex_hdr_fence_epoch(h)));
+		if (h->prev_epoch)
+			printf("; epoch %llu's records [%llu, %llu) from lsn %llu replay first"
+			       " (not yet copied into the database file)",
+			       U(h->prev_epoch), U(h->prev_off), U(h->prev_end), U(h->prev_lsn));
+		printf("\n");
+	}
 	printf("  uuid ");
 	for (int i = 0; i < 16; i++)
 		printf("%02x", h->uuid[i]);

@@ -68,6 +68,7 @@ static void run_as(int direct, const struct alex_io_ops *ops, int in_commit,
 		io.ops = ops;
 	alex_config_default(&c);
 	c.ckpt_direct = direct;
+	c.ckpt_carry = 0; /* the checkpoint a commit runs, not a carry */
 	if (in_commit)
 		c.checkpoint_bytes = BLK;
 	sqlite_like_file(m, page1);

@@ -51,7 +51,7 @@ static const char *const classes[] = { "logwrite", "grow", "logsync", "ckptwrite
 enum { V_LOG, V_MODE, V_SYNC, V_COMPRESS, V_SYNC_MS, V_EXTENT_KB, V_MEMORY_KB,
 	V_CHECKPOINT_MB, V_PREALLOC_MB, V_CHECKPOINT_ON_CLOSE, V_CRYPT_KB, V_MATCH, V_STATS,
 	V_TEST_POWERCUT, V_TEST_FAULT, V_TEST_REPORT, V_KEY_FILE, V_DIRECT, V_TRACE, V_TRACE_ALL,
-	V_CKPT_DIRECT, V_BASE_DELTA, NVARS };
+	V_CKPT_DIRECT, V_BASE_DELTA, V_CKPT_CARRY, NVARS };
 
 /* man/libalex.7's table: accepted names or range, and the unit's shift */
 static const struct var {
@@ -81,6 +81,7 @@ static const struct var {
 	[V_DIRECT] = { "ALEX_DIRECT", NUMBER, NULL, 0, 1, 0 },
 	[V_CKPT_DIRECT] = { "ALEX_CKPT_DIRECT", NUMBER, NULL, 0, 1, 0 },
 	[V_BASE_DELTA] = { "ALEX_BASE_DELTA", NUMBER, NULL, 0, 1, 0 },
+	[V_CKPT_CARRY] = { "ALEX_CKPT_CARRY", NUMBER, NULL, 0, 1, 0 },
 	[V_TRACE] = { "ALEX_TRACE", TRACE, NULL, 0, 0, 0 },
 	[V_TRACE_ALL] = { "ALEX_TRACE_ALL", FLAG, NULL, 0, 1, 0 },
 };
@@ -109,6 +110,7 @@ static uint64_t setting(int i)
 	case V_DIRECT: return (uint64_t)e->direct;
 	case V_CKPT_DIRECT: return (uint64_t)e->ckpt_direct;
 	case V_BASE_DELTA: return (uint64_t)e->base_deltas;
+	case V_CKPT_CARRY: return (uint64_t)e->ckpt_carry;
 	}
 	abort();
 }
@@ -133,6 +135,7 @@ static uint64_t default_setting(int i)
 	case V_DIRECT: return (uint64_t)d.direct;
 	case V_CKPT_DIRECT: return (uint64_t)d.ckpt_direct;
 	case V_BASE_DELTA: return (uint64_t)d.base_deltas;
+	case V_CKPT_CARRY: return (uint64_t)d.ckpt_carry;
 	}
 	abort();
 }

@@ -158,7 +158,7 @@ static void fuzz_record(uint8_t ctl, const uint8_t *data, size_t size)
 	check(!(r.flags & ALEX_REC_COND) || (r.flags & ALEX_REC_COMMIT));
 	check(r.rec_len % ALEX_SECTOR == 0 && r.rec_len >= r.hdr_len);
 	check(r.rec_len <= ALEX_REC_MAX && r.rec_len <= room);
-	check((r.flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND)) == 0);
+	check((r.flags & ~(ALEX_REC_COMMIT | ALEX_REC_COND | ALEX_REC_CARRY)) == 0);
 	for (int f = 0; f < ALEX_NFILES; f++)
 		check(r.size[f] <= ALEX_MAX_FILE &&
 		      (r.trunc[f] == ALEX_NO_TRUNC || r.trunc[f] <= ALEX_MAX_FILE));

@@ -133,7 +133,7 @@ if refused "log of another database" "$d" "db.db-alex.*another database"; then
 fi
 
 # an older (or newer) format: refused, log untouched, verify explains
-for v in 0 10; do # 5 is the encrypted format (its own test: a slot of 5 without the flag is damage)
+for v in 0 11; do # 5 is the encrypted format (its own test: a slot of 5 without the flag is damage)
 	d=$tmp/ver && rm -rf "$d" && cp -r "$orig" "$d"
 	$H version "$d/db.db-alex" $v
 	refused "format version $v" "$d" "db.db-alex.*version" && pass=$((pass + 1))

@@ -37,7 +37,7 @@ t "a log is left to inspect" [ -s one.db-alex ]
 "$A" inspect one.db >out 2>err
 t "inspect: exit 0" [ $? -eq 0 ]
 t "inspect: records and commits counted" grep -q '^records: 4, 4 commits$' out
-t "inspect: header shown" grep -q '^header: format 9, epoch 1 .*FENCED' out
+t "inspect: header shown" grep -q '^header: format 10, epoch 1 .*FENCED' out
 t "inspect: page 1 listed" grep -q '^pages in the log: 1[-,]' out
 t "inspect: a checkpoint's work shown" grep -q '^checkpoint would write [1-9]' out
 t "inspect: nothing on stderr" [ ! -s err ]
