@@ -49,6 +49,7 @@
 
 #include "carry.h"
 #include "ckpt.h"
+#include "dbg.h"
 #include "engine.h"
 #include "log.h"
 
@@ -132,6 +133,7 @@ int alex_carry_begin(alex_db *db)
 		return err;
 	}
 	db->st.carries++;
+	DBGS(db, "carry", " commit=%llu", (unsigned long long)db->st.commits);
 	return 0;
 }
 
@@ -156,6 +158,7 @@ static int let_go(alex_db *db)
 		return err;
 	}
 	db->st.carry_applies++;
+	DBGS(db, "carry let go", " commit=%llu", (unsigned long long)db->st.commits);
 	return 0;
 }
 
@@ -199,6 +202,7 @@ int alex_carry_step(alex_db *db)
 			return 0;
 		if ((err = alex_ckpt_copy(db, 0)))
 			return err;
+		DBGS(db, "carry copy", " commit=%llu", (unsigned long long)db->st.commits);
 		db->ca.state = ALEX_CA_COPIED;
 		db->ca.epoch = db->hdr.epoch;
 		db->ca.salt = db->hdr.salt;

@@ -435,7 +435,7 @@ static int run_once(alex_db *db, size_t few, int copy)
 	uint64_t *keys = NULL;
 	uint8_t *buf = NULL;
 	size_t n = 0;
-	DBGS(db, "checkpoint", "");
+	DBGS(db, "checkpoint", " commit=%llu", (unsigned long long)db->st.commits);
 	int err = 0;
 
 	if (db->failed)
