@@ -67,23 +67,6 @@ int alex_carry_possible(const alex_db *db)
 	       db->log_fd >= 0 && !db->log_stub && !(db->hdr.flags & ALEX_HDR_XTS);
 }
 
-int alex_carry_copied(alex_db *db)
-{
-	for (int f = 0; f < ALEX_NFILES; f++) {
-		uint64_t phys;
-		int err;
-		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
-			continue; /* SQLite's journal and WAL: never copied */
-		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys)))
-			return err;
-		uint64_t l = phys < db->own_min[f] ? phys : db->own_min[f];
-		db->climit[f] = l;
-		if (db->limit[f] > l || !alex_txn_open(db))
-			db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;
-	}
-	return 0;
-}
-
 /* The map forgets blocks whose place is in another epoch's records: the
  * last carried one's, whose stretch the next epoch writes over; the base
  * files hold them (alex_carry_copied). */
@@ -101,6 +84,23 @@ static int forget_carried(alex_db *db)
 	for (size_t i = 0; i < n; i++)
 		alex_map_del(&db->map, gone[i]);
 	free(gone);
+	return 0;
+}
+
+int alex_carry_copied(alex_db *db)
+{
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		uint64_t phys;
+		int err;
+		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
+			continue; /* SQLite's journal and WAL: never copied */
+		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys)))
+			return err;
+		uint64_t l = phys < db->own_min[f] ? phys : db->own_min[f];
+		db->climit[f] = l;
+		if (db->limit[f] > l || !alex_txn_open(db))
+			db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;
+	}
 	return 0;
 }
 
@@ -132,14 +132,27 @@ int alex_carry_begin(alex_db *db)
 		db->failed = 1; /* which header the disk holds is not known */
 		return err;
 	}
+	db->ca.mine = h->epoch;
+	db->ca.mine_salt = h->salt;
 	db->st.carries++;
 	DBGS(db, "carry", " commit=%llu", (unsigned long long)db->st.commits);
 	return 0;
 }
 
+/*
+ * Only the engine that began the carried epoch copies it without waiting.
+ * Another engine's copy after this one's sync would leave writes of the
+ * database file unsynced under a header that lets the carried epoch go:
+ * a power cut keeping part of them tore a block that a delta rooted at the
+ * file then read (carry/two_engines..., 80 seeds, found in review of an
+ * earlier version).  Another engine that must write over the carried
+ * records copies, syncs and lets go at once (alex_carry_room), and its
+ * checkpoint copies everything and syncs.
+ */
 int alex_carry_apply_due(const alex_db *db)
 {
-	return db->hdr.prev_epoch && db->hdr_synced && db->own_commits && !db->failed;
+	return db->hdr.prev_epoch && db->hdr_synced && db->own_commits && !db->failed &&
+	       db->ca.mine == db->hdr.epoch && db->ca.mine_salt == db->hdr.salt;
 }
 
 /* The carried epoch is in the base files, durably: this epoch's header

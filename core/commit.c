@@ -461,8 +461,10 @@ int alex_sync_finish(alex_db *db, int err)
 
 void alex_sync_forget(alex_db *db)
 {
-	if (db->ca.state != ALEX_CA_IDLE)
-		db->ca.state = ALEX_CA_IDLE; /* a child copies again if it must */
+	/* the parent copies its carried epoch; a child must not copy beside
+	 * it (carry.c: alex_carry_apply_due) */
+	db->ca.state = ALEX_CA_IDLE;
+	db->ca.mine = 0;
 	if (db->bg.on && db->bg.parked)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 	db->bg.on = db->bg.parked = 0;

@@ -175,6 +175,8 @@ struct alex_db {
 		uint32_t salt;
 		int waits;        /* commits since it was copied, not synced */
 		int err;          /* the sync's, once DONE */
+		uint64_t mine;    /* the epoch this engine began by a carry */
+		uint32_t mine_salt;
 	} ca;
 #define ALEX_CA_IDLE 0
 #define ALEX_CA_COPIED 1    /* copied, the base file's sync wanted */

@@ -217,12 +217,14 @@ Test(carry, two_engines_on_a_growing_file_read_back_and_recover, .timeout = 600)
 {
 	struct alex_stats sum = { 0 };
 
-	for (uint64_t seed = 1; seed <= 12; seed++)
+	/* 12 seeds passed with every engine copying without waiting; seed 19
+	 * of 80 tore a block (carry.c: alex_carry_apply_due) */
+	for (uint64_t seed = 1; seed <= 80; seed++)
 		run_turns(seed, &sum);
 	cr_log_info("carries %llu, copied %llu", (unsigned long long)sum.carries,
 		    (unsigned long long)sum.carry_applies);
-	cr_expect_gt(sum.carries, 100, "carries %llu", (unsigned long long)sum.carries);
-	cr_expect_gt(sum.carry_applies, 80, "copied %llu",
+	cr_expect_gt(sum.carries, 600, "carries %llu", (unsigned long long)sum.carries);
+	cr_expect_gt(sum.carry_applies, 500, "copied %llu",
 		     (unsigned long long)sum.carry_applies);
 }
 
