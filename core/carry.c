@@ -120,13 +120,11 @@ int alex_carry_begin(alex_db *db)
 	h->prev_salt = h->salt;
 	h->epoch++;
 	h->start_lsn = db->next_lsn;
-	for (int f = 0; f < ALEX_NFILES; f++)
-		db->own_min[f] = UINT64_MAX;
 	h->salt = alex_random32();
 	h->data_off = d >= ALEX_LOG_DATA + ALEX_LOG_RUN ? ALEX_LOG_DATA : alex_epoch_follows_at(e);
 	db->prev_crc = h->salt;
 	db->append_off = h->data_off;
-	db->own_commits = 0;
+	alex_own_reset(db);
 	db->st.log_used = 0;
 	if ((err = alex_log_write_header(db))) {
 		db->failed = 1; /* which header the disk holds is not known */
@@ -164,8 +162,7 @@ static int let_go(alex_db *db)
 
 	if ((err = alex_carry_copied(db)))
 		return err;
-	h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
-	h->prev_salt = 0;
+	alex_hdr_no_prev(h);
 	if ((err = alex_log_write_header(db))) {
 		db->failed = 1;
 		return err;

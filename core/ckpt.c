@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ckpt.h"
 #include "db.h"
@@ -276,26 +275,13 @@ static void direct_open(alex_db *db, unsigned f, size_t n, struct direct *d, uin
 	d->dfd = db->base_dfd;
 }
 
-/*
- * Base file f's fdatasync.  The syncing thread may be in one of the
- * database file's (a carried epoch's copy, carry.c): a write-back error
- * is reported to one sync of a file description only, so one not begun is
- * cancelled and one running waited for, and its error is this one's.
- */
+/* Base file f's fdatasync; the syncing thread may be in one of the
+ * database file's (a carried epoch's copy, carry.c). */
 static int base_sync(alex_db *db, unsigned f)
 {
-	int expect = ALEX_BG_STARTED;
+	int err = alex_sync_settle(db, db->base_fd[f]);
 
-	if (f == ALEX_FILE_DB && db->bg.on && db->bg.carry && db->bg.fd == db->base_fd[f] &&
-	    !__atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_CANCELLED, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		struct timespec pause = { 0, 20000 };
-		while (__atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_RUNNING)
-			nanosleep(&pause, NULL);
-		if (db->bg.err)
-			return db->bg.err;
-	}
-	return db->io.ops->fdatasync(db->io.ctx, db->base_fd[f]);
+	return err ? err : db->io.ops->fdatasync(db->io.ctx, db->base_fd[f]);
 }
 
 /*

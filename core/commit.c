@@ -6,6 +6,7 @@
  * mode.
  */
 #include <string.h>
+#include <time.h>
 
 #include "carry.h"
 #include "ckpt.h"
@@ -401,6 +402,23 @@ int alex_sync_run(alex_db *db)
 	db->bg.err = err;
 	__atomic_store_n(&db->bg.state, ALEX_BG_DONE, __ATOMIC_RELEASE); /* alex_log_sync waits */
 	return err;
+}
+
+int alex_sync_settle(alex_db *db, int fd)
+{
+	int expect = ALEX_BG_STARTED;
+
+	if (!db->bg.on || db->bg.parked || db->bg.fd != fd ||
+	    __atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_CANCELLED, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
+	if (expect == ALEX_BG_RUNNING) {
+		struct timespec pause = { 0, 20000 };
+		while (__atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_RUNNING)
+			nanosleep(&pause, NULL);
+		return db->bg.err;
+	}
+	return expect == ALEX_BG_DONE ? db->bg.err : 0;
 }
 
 int alex_sync_finish(alex_db *db, int err)

@@ -230,6 +230,15 @@ struct alex_db {
 
 /* Where the current epoch's records begin (format.h: data_off); no log,
  * no header: where a new log's would. */
+/* A new epoch's own records: none yet, none cut a file (carry.c). */
+static inline void alex_own_reset(struct alex_db *db)
+{
+	db->own_commits = 0;
+	db->own_cut = 0;
+	for (int f = 0; f < ALEX_NFILES; f++)
+		db->own_min[f] = UINT64_MAX;
+}
+
 static inline uint64_t alex_data_off(const struct alex_db *db)
 {
 	return db->hdr.data_off ? db->hdr.data_off : ALEX_LOG_DATA;

@@ -45,6 +45,11 @@ int alex_epoch_begin(struct alex_db *db, int sync);
 /* Before the first record of an epoch: the log exists, the epoch takes
  * records, the base carries the epoch's fence. */
 int alex_epoch_ensure(struct alex_db *db);
+/* Before an fdatasync of fd under the lock: a sync of it outside the lock
+ * (the syncing thread, commit.c) not begun is cancelled, one running
+ * waited for; a write-back error is reported to one sync of a file
+ * description only, so its error, if any, is the caller's (else 0). */
+int alex_sync_settle(struct alex_db *db, int fd);
 /* Before the first commit record of an epoch: it carries block 0. */
 int alex_txn_carry_page1(struct alex_db *db);
 /* A full disk: checkpoint, so that the log's space can be written again. */

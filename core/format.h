@@ -423,6 +423,13 @@ static inline int alex_loghdr_pick(const struct alex_loghdr *h0, const struct al
 	return h0->prev_epoch && !h1->prev_epoch;
 }
 
+/* h names no carried epoch (format 10). */
+static inline void alex_hdr_no_prev(struct alex_loghdr *h)
+{
+	h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
+	h->prev_salt = 0;
+}
+
 /* Is h's epoch carried: its fence another epoch's, or records of the one
  * before still to replay (no header can be rebuilt from its records)? */
 static inline int alex_hdr_carried(const struct alex_loghdr *h)

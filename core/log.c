@@ -108,12 +108,11 @@ static int write_slot(struct alex_db *db, int fd, const struct alex_loghdr *h)
 	memset(blk, 0, ALEX_BLOCK);
 	alex_loghdr_encode(blk, h);
 	int slot = slot_for(db, h);
-	int err2 = alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (uint64_t)slot * ALEX_BLOCK);
-	if (!err2) {
-		db->hdr_slot = slot;
-		db->hdr_synced = 0;
-	}
-	return err2;
+	if ((err = alex_log_pwrite(db, fd, blk, ALEX_BLOCK, (uint64_t)slot * ALEX_BLOCK)))
+		return err;
+	db->hdr_slot = slot;
+	db->hdr_synced = 0;
+	return 0;
 }
 
 /* Takes byte b of the log, waiting up to two seconds for another holder
@@ -188,16 +187,12 @@ static void new_header(struct alex_db *db, uint64_t epoch, uint64_t lsn, uint64_
 	db->hdr.flags = ALEX_HDR_BASE | (db->hdr.flags & ALEX_HDR_XTS);
 	db->hdr.data_off = data_off;
 	db->hdr.fence_epoch = alex_format_carry(db->hdr.version) ? epoch : 0;
-	db->hdr.prev_epoch = db->hdr.prev_off = db->hdr.prev_end = db->hdr.prev_lsn = 0;
-	db->hdr.prev_salt = 0;
+	alex_hdr_no_prev(&db->hdr);
 	db->next_lsn = lsn;
 	db->prev_crc = db->hdr.salt;
 	db->append_off = data_off;
 	db->epoch_commits = 0;
-	db->own_commits = 0;
-	db->own_cut = 0;
-	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
-		db->own_min[f_] = UINT64_MAX;
+	alex_own_reset(db);
 	db->epoch_live = 1;
 	db->epoch_started = 0;
 }
@@ -587,20 +582,10 @@ int alex_log_sync(struct alex_db *db)
 	 * wait on the syncing thread's turn at other databases' locks (review:
 	 * a deadlock with fork) -- one in its fdatasync is waited for, which
 	 * takes no lock, and its error is this one's. */
-	int expect = ALEX_BG_STARTED;
-	if (db->bg.on && !db->bg.parked && db->bg.fd == db->log_fd &&
-	    !__atomic_compare_exchange_n(&db->bg.state, &expect, ALEX_BG_CANCELLED, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    expect == ALEX_BG_RUNNING) {
-		struct timespec pause = { 0, 20000 };
-		while (__atomic_load_n(&db->bg.state, __ATOMIC_ACQUIRE) == ALEX_BG_RUNNING)
-			nanosleep(&pause, NULL);
-		if (db->bg.err)
-			return db->bg.err;
-	} else if (expect == ALEX_BG_DONE && db->bg.err) {
-		return db->bg.err;
-	}
-	int err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
+	int err = alex_sync_settle(db, db->log_fd);
+	if (err)
+		return err;
+	err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
 	if (!err)

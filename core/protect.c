@@ -252,8 +252,8 @@ int alex_protect_adopt(struct alex_loghdr *h, const struct alex_mark *mark, cons
 	h->start_lsn = lsn;
 	h->salt = salt;
 	h->data_off = off;
-	h->fence_epoch = h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
-	h->prev_salt = 0;
+	h->fence_epoch = 0;
+	alex_hdr_no_prev(h);
 	/* a log's epochs share its version (format.h) */
 	h->version = alex_loghdr_next_version(h->version);
 	/* the lost slot's copy of the base is unknown: unchecked this time,

@@ -115,8 +115,8 @@ int alex_loghdr_decode(const uint8_t in[ALEX_HDR_SLOT_USED], struct alex_loghdr 
 	h->flags = flags;
 	memset(h->base, 0, ALEX_BASE_HDR);
 	h->data_off = ALEX_LOG_DATA;
-	h->fence_epoch = h->prev_epoch = h->prev_off = h->prev_end = h->prev_lsn = 0;
-	h->prev_salt = h->reserved = 0;
+	h->fence_epoch = h->reserved = 0;
+	alex_hdr_no_prev(h);
 	if (version >= ALEX_FORMAT_VERSION) {
 		/* data_off rides under base_crc: a slot of format 4 has BASE;
 		 * format 10's carried fields too */

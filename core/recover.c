@@ -446,10 +446,7 @@ static int replay_carried(alex_db *db)
 	}
 	db->append_off = alex_data_off(db);
 	db->prev_crc = h->salt;
-	db->own_commits = 0;
-	db->own_cut = 0;
-	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
-		db->own_min[f_] = UINT64_MAX;
+	alex_own_reset(db);
 	return 0;
 }
 
@@ -461,10 +458,7 @@ int alex_recover(alex_db *db)
 	db->append_off = ALEX_LOG_DATA;
 	db->txn = 1;
 	db->epoch_commits = 0;
-	db->own_commits = 0;
-	db->own_cut = 0;
-	for (int f_ = 0; f_ < ALEX_NFILES; f_++)
-		db->own_min[f_] = UINT64_MAX;
+	alex_own_reset(db);
 	db->epoch_live = 0;
 	db->epoch_started = 0;
 	alex_map_clear(&db->map);
