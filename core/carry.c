@@ -16,12 +16,19 @@
  * synced and nothing written to the database file: the next commit's sync
  * makes the header durable with that commit's record.
  *
- * Then, at a later commit (alex_carry_apply), every committed block is
- * copied into the database file and synced, and N + 1's header is written
- * again without N's records, to the other slot.  From the sync after that
- * on, N's stretch may be written over; until then a record that would go
- * over it copies and syncs first (alex_carry_room).  The next carry forgets
- * the places of N's blocks (the file holds them) before it begins.
+ * Then, over the next commits (alex_carry_step), every committed block is
+ * copied into the database file, a slice at each, and synced by the
+ * syncing thread, and N + 1's header is written again without N's
+ * records, to the other slot.  From the sync after that on, N's stretch
+ * may be written over; until then a record that would go over it copies
+ * and syncs first (alex_carry_apply, alex_carry_room).  At the letting go
+ * the map forgets the places of N's blocks: the file holds them.
+ *
+ * A new database's placeholder carries too: the copy's first slice writes
+ * block 0 with the mark, which makes it the marked database.  Cut before
+ * the sync, the first sector reads as one or the other under the same
+ * fence, and N's and N + 1's records replay whole over whatever the file
+ * holds: N began on an empty database.
  *
  * Why each crash is safe, the header slots being written alternately (a
  * torn one leaves the other):
@@ -57,7 +64,8 @@ int alex_carry_possible(const alex_db *db)
 {
 	return db->cfg.ckpt_carry && alex_format_carry(db->hdr.version) &&
 	       db->cfg.sync == ALEX_SYNC_FULL && !db->cfg.readonly &&
-	       (db->hdr.flags & ALEX_HDR_FENCED) && db->mark.kind == ALEX_MARK_SQLITE &&
+	       (db->hdr.flags & ALEX_HDR_FENCED) &&
+	       (db->mark.kind == ALEX_MARK_SQLITE || db->mark.kind == ALEX_MARK_PLACEHOLDER) &&
 	       db->epoch_live && db->epoch_started && db->own_commits && !db->own_cut &&
 	       !db->hdr.prev_epoch &&
 	       db->hdr_synced && memcmp(&db->hdr, &db->hdr_disk, sizeof db->hdr) == 0 &&
@@ -68,8 +76,8 @@ int alex_carry_possible(const alex_db *db)
 }
 
 /* The map forgets blocks whose place is in another epoch's records: the
- * last carried one's, whose stretch the next epoch writes over; the base
- * files hold them (alex_carry_copied). */
+ * carried one's, let go, whose stretch this epoch may now write over; the
+ * base files hold them, durably (alex_carry_copied). */
 static int forget_carried(alex_db *db)
 {
 	uint32_t epoch = (uint32_t)db->hdr.epoch;
@@ -89,9 +97,12 @@ static int forget_carried(alex_db *db)
 
 int alex_carry_copied(alex_db *db)
 {
+	int err;
+
+	if ((err = forget_carried(db)))
+		return err;
 	for (int f = 0; f < ALEX_NFILES; f++) {
 		uint64_t phys;
-		int err;
 		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
 			continue; /* SQLite's journal and WAL: never copied */
 		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys)))
@@ -110,8 +121,6 @@ int alex_carry_begin(alex_db *db)
 	uint64_t d = alex_data_off(db), e = db->append_off;
 	int err;
 
-	if (alex_hdr_carried(h) && (err = forget_carried(db)))
-		return err;
 	h->fence_epoch = alex_hdr_fence_epoch(h);
 	h->prev_epoch = h->epoch;
 	h->prev_off = d;
@@ -172,13 +181,22 @@ static int let_go(alex_db *db)
 	return 0;
 }
 
+/* A copy in slices or in flight is of no more use. */
+static void ca_drop(alex_db *db)
+{
+	free(db->ca.keys);
+	db->ca.keys = NULL;
+	db->ca.n = db->ca.pos = 0;
+	db->ca.state = ALEX_CA_IDLE;
+}
+
 int alex_carry_apply(alex_db *db)
 {
 	int err;
 
 	if ((err = alex_ckpt_copy(db, 1)))
 		return err;
-	db->ca.state = ALEX_CA_IDLE; /* a copy in flight is of no more use */
+	ca_drop(db);
 	return let_go(db);
 }
 
@@ -202,6 +220,25 @@ static int synced(alex_db *db)
 	return let_go(db);
 }
 
+/*
+ * Blocks of the copy for this commit: ALEX_CA_SLICE, or more, so that the
+ * copy, its sync and the letting go are over before this epoch has used
+ * half the log at which its own checkpoint may come due, at the pace of
+ * its commits so far -- else that checkpoint would find the carried epoch
+ * still live and run the old way, inside its commit.
+ */
+static size_t slice_len(alex_db *db)
+{
+	size_t left = db->ca.n - db->ca.pos;
+	uint64_t used = db->append_off - alex_data_off(db), half = alex_ckpt_soonest(db) / 2;
+	uint64_t per = used / (db->own_commits ? db->own_commits : 1);
+	uint64_t commits = used < half ? (half - used) / (per ? per : 1) : 0;
+	size_t k = commits > 2 ? (size_t)((left + commits - 3) / (commits - 2)) : left;
+
+	k = k < ALEX_CA_SLICE ? ALEX_CA_SLICE : k;
+	return k < left ? k : left;
+}
+
 int alex_carry_step(alex_db *db)
 {
 	int err;
@@ -210,16 +247,48 @@ int alex_carry_step(alex_db *db)
 	case ALEX_CA_IDLE:
 		if (!alex_carry_apply_due(db))
 			return 0;
-		if ((err = alex_ckpt_copy(db, 0)))
+		if ((err = alex_ckpt_slices_begin(db, &db->ca.keys, &db->ca.n)))
 			return err;
-		DBGS(db, "carry copy", " commit=%llu", (unsigned long long)db->st.commits);
-		db->ca.state = ALEX_CA_COPIED;
+		DBGS(db, "carry copy", " commit=%llu blocks=%zu", (unsigned long long)db->st.commits,
+		     db->ca.n);
+		db->ca.state = ALEX_CA_COPYING;
+		db->ca.pos = 0;
 		db->ca.epoch = db->hdr.epoch;
 		db->ca.salt = db->hdr.salt;
+		/* the first slice */
+		__attribute__((fallthrough));
+	case ALEX_CA_COPYING: {
+		/* the epoch still carries, and this engine began it (a
+		 * checkpoint, or another engine's copy, came between) */
+		if (!alex_carry_apply_due(db) || db->hdr.epoch != db->ca.epoch ||
+		    db->hdr.salt != db->ca.salt) {
+			ca_drop(db);
+			return 0;
+		}
+		for (size_t k = slice_len(db); k;) {
+			size_t c = k < ALEX_CKPT_SLICE_MAX ? k : ALEX_CKPT_SLICE_MAX;
+			if ((err = alex_ckpt_slice(db, db->ca.keys + db->ca.pos, c))) {
+				ca_drop(db);
+				return err;
+			}
+			db->ca.pos += c;
+			k -= c;
+		}
+		if (db->ca.pos < db->ca.n)
+			return 0;
+		if ((err = alex_ckpt_slices_end(db))) {
+			ca_drop(db);
+			return err;
+		}
+		DBGS(db, "carry copied", " commit=%llu", (unsigned long long)db->st.commits);
+		free(db->ca.keys);
+		db->ca.keys = NULL;
+		db->ca.state = ALEX_CA_COPIED;
 		db->ca.waits = 0;
 		db->ca.err = 0;
 		db->bg_want = 1; /* the syncing thread takes it (alex_sync_start) */
 		return 0;
+	}
 	case ALEX_CA_COPIED:
 		/* no syncing thread took it (none made, or none at all: the
 		 * engine alone): here, then */

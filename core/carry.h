@@ -23,6 +23,8 @@ int alex_carry_apply(struct alex_db *db);
  * header at a commit after it.  A commit that finds no thread took the
  * sync for ALEX_CA_INLINE_AFTER commits makes it itself. */
 #define ALEX_CA_INLINE_AFTER 8
+/* Blocks a commit copies of a carried epoch (alex_ckpt_slice). */
+#define ALEX_CA_SLICE 16
 int alex_carry_step(struct alex_db *db);
 /*
  * The carried epoch was copied (by this engine, or another: its header

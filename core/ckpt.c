@@ -285,6 +285,56 @@ static int base_sync(alex_db *db, unsigned f)
 }
 
 /*
+ * Before file f's blocks go in: bytes past its limit were truncated away.
+ * Cut them, but never block 0 of a marked file: it carries the mark, and
+ * a file cut to nothing would read as an empty database to SQLite without
+ * ALEX.  What is kept of it past the limit is zeroed instead.  *skip: f
+ * is not ours to size (SQLite's journal and WAL), or is untouched since
+ * the last checkpoint (n: its blocks to copy).
+ */
+static int copy_prepare(alex_db *db, unsigned f, size_t n, uint8_t *buf, int *skip)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int marked = f == ALEX_FILE_DB && db->mark.kind != ALEX_MARK_NONE;
+	uint64_t phys = 0;
+	int err;
+
+	*skip = 1;
+	if (db->cfg.db_only && f != ALEX_FILE_DB)
+		return 0;
+	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
+		return err;
+	if (!n && db->csize[f] == phys && db->climit[f] >= phys && !marked)
+		return 0;
+	*skip = 0;
+	if ((err = base_file(db, f, &phys)))
+		return err;
+	uint64_t keep = db->climit[f];
+	if (marked && keep < ALEX_BLOCK)
+		keep = phys < ALEX_BLOCK ? phys : ALEX_BLOCK;
+	if (phys > keep) {
+		if ((err = o->ftruncate(db->io.ctx, db->base_fd[f], keep)))
+			return err;
+		phys = keep;
+	}
+	if (db->climit[f] < keep && (err = zero_gap(db, f, db->climit[f], keep, buf)))
+		return err;
+	return 0;
+}
+
+/* After them: the file's logical size, no shorter than min_size. */
+static int copy_size(alex_db *db, unsigned f, uint64_t min_size)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	uint64_t size = db->csize[f] > min_size ? db->csize[f] : min_size, phys;
+	int err;
+
+	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
+		return err;
+	return phys != size ? o->ftruncate(db->io.ctx, db->base_fd[f], size) : 0;
+}
+
+/*
  * Writes file f's committed blocks (keys[0..n), sorted) into its base,
  * sets its size and syncs it.  Block 0 of the database goes down with the
  * current mark on it; one that cannot carry a mark goes down with the
@@ -298,47 +348,22 @@ static int copy_file(alex_db *db, unsigned f, const uint64_t *keys, size_t n, ui
 		     uint8_t *old, uint8_t *bounce, int slow, uint64_t min_size, size_t few,
 		     int sync)
 {
-	const struct alex_io_ops *o = db->io.ops;
-	uint64_t phys = 0;
-	int err;
-
-	if (db->cfg.db_only && f != ALEX_FILE_DB)
-		return 0; /* SQLite's journal and WAL: never ours to size */
-	if (db->base_fd[f] >= 0 && (err = o->size(db->io.ctx, db->base_fd[f], &phys)))
-		return err;
 	int marked = f == ALEX_FILE_DB && db->mark.kind != ALEX_MARK_NONE;
-	if (!n && db->csize[f] == phys && db->climit[f] >= phys && !marked)
-		return 0; /* untouched since the last checkpoint */
-	if ((err = base_file(db, f, &phys)))
-		return err;
-	/* Bytes past the limit were truncated away.  Cut them, but never
-	 * block 0 of a marked file: it carries the mark, and a file cut to
-	 * nothing would read as an empty database to SQLite without ALEX.
-	 * What is kept of it past the limit is zeroed instead. */
-	uint64_t keep = db->climit[f];
-	if (marked && keep < ALEX_BLOCK)
-		keep = phys < ALEX_BLOCK ? phys : ALEX_BLOCK;
-	if (phys > keep) {
-		if ((err = o->ftruncate(db->io.ctx, db->base_fd[f], keep)))
-			return err;
-		phys = keep;
-	}
-	if (db->climit[f] < keep && (err = zero_gap(db, f, db->climit[f], keep, buf)))
+	int skip, err;
+
+	if ((err = copy_prepare(db, f, n, buf, &skip)) || skip)
 		return err;
 	uint8_t raw[ALEX_BASE_HDR];
 	size_t got = 0;
 	memset(raw, 0, sizeof raw);
-	if (slow && (err = o->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
+	if (slow &&
+	    (err = db->io.ops->pread(db->io.ctx, db->base_fd[f], raw, sizeof raw, 0, &got)))
 		return err;
 	struct direct d;
 	direct_open(db, f, n, &d, bounce, few);
 	if ((err = copy_blocks(db, f, keys, n, buf, old, marked ? (slow ? raw : NULL) : NULL, marked,
-			       &d)))
-		return err;
-	uint64_t size = db->csize[f] > min_size ? db->csize[f] : min_size;
-	if ((err = o->size(db->io.ctx, db->base_fd[f], &phys)))
-		return err;
-	if (phys != size && (err = o->ftruncate(db->io.ctx, db->base_fd[f], size)))
+			       &d)) ||
+	    (err = copy_size(db, f, min_size)))
 		return err;
 	return sync ? base_sync(db, f) : 0;
 }
@@ -392,6 +417,18 @@ static int clear_stale_mark(alex_db *db)
 	if ((err = alex_protect_base_header(db, h)))
 		return err;
 	return alex_protect_clear(db, h, db->csize[ALEX_FILE_DB]);
+}
+
+/* A failed write-back leaves its pages clean in the cache, showing bytes
+ * the disk lacks, and the sync reports the error once: a retry that
+ * compared with them would skip what never reached the disk (review).
+ * Copy whole until a checkpoint succeeds, and drop the cache, so that
+ * other engines compare with the disk. */
+static void copy_failed(alex_db *db, unsigned f)
+{
+	db->ckpt_doubt = 1;
+	if (db->base_fd[f] >= 0 && db->io.ops->forget)
+		db->io.ops->forget(db->io.ctx, db->base_fd[f]);
 }
 
 static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr);
@@ -492,15 +529,7 @@ static int run_once(alex_db *db, size_t few, int copy)
 				     slow && f == ALEX_FILE_DB,
 				     slow && f == ALEX_FILE_DB ? ALEX_BASE_HDR : 0, few,
 				     copy != 2))) {
-			/* A failed write-back leaves its pages clean in the
-			 * cache, showing bytes the disk lacks, and the sync
-			 * reports the error once: a retry that compared with
-			 * them would skip what never reached the disk (review).
-			 * Copy whole until a checkpoint succeeds, and drop the
-			 * cache, so that other engines compare with the disk. */
-			db->ckpt_doubt = 1;
-			if (db->base_fd[f] >= 0 && db->io.ops->forget)
-				db->io.ops->forget(db->io.ctx, db->base_fd[f]);
+			copy_failed(db, f);
 			goto out;
 		}
 	}
@@ -603,4 +632,122 @@ int alex_ckpt_copy(alex_db *db, int sync)
 	if (db->cfg.readonly)
 		return EROFS;
 	return run_once(db, FEW_IN_COMMIT, sync ? 1 : 2);
+}
+
+/*
+ * A carried epoch's copy in slices (carry.c): every block committed when
+ * it begins, a few at each commit after, each as committed when its turn
+ * comes -- a newer version than the snapshot's is as good, and a block a
+ * truncation removed since is not copied -- and at the end the files'
+ * lengths.  Through the page cache only: a direct write would wait for
+ * the device inside the commit.  No sync: the syncing thread makes it.
+ */
+int alex_ckpt_slices_begin(alex_db *db, uint64_t **keys, size_t *n)
+{
+	uint8_t true_hdr[ALEX_BASE_HDR], *buf;
+	int err;
+
+	*keys = NULL;
+	if (db->cfg.readonly)
+		return EROFS;
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (db->cond_open || db->doubt || !db->epoch_commits)
+		return ALEX_EBUSY;
+	if ((db->unsynced_commit || db->log_foreign) && (err = alex_log_sync(db))) {
+		db->failed = 1;
+		return err;
+	}
+	db->log_foreign = 0;
+	if (!(buf = malloc(ALEX_BLOCK)))
+		return ALEX_ENOMEM;
+	if (!(*keys = sorted_keys(&db->map, n))) {
+		free(buf);
+		return ALEX_ENOMEM;
+	}
+	/* block 0 goes with the mark applied, in the first slice: it must be
+	 * able to carry one (run_once's slow way needs a whole copy) */
+	if (!(err = true_block0(db, true_hdr, buf)) && (db->hdr.flags & ALEX_HDR_FENCED) &&
+	    db->mark.kind != ALEX_MARK_NONE &&
+	    (db->csize[ALEX_FILE_DB] < ALEX_BASE_HDR ||
+	     !alex_protect_markable(true_hdr, ALEX_BASE_HDR)))
+		err = ALEX_EBUSY;
+	/* a placeholder becomes the database by its block 0 (alex_ckpt_slice) */
+	if (!err && db->mark.kind == ALEX_MARK_PLACEHOLDER &&
+	    (!*n || (*keys)[0] != alex_key(ALEX_FILE_DB, 0)))
+		err = ALEX_EBUSY;
+	for (unsigned f = 0, i = 0; f < ALEX_NFILES && !err; f++) {
+		size_t start = i;
+		int skip;
+		while (i < *n && alex_key_file((*keys)[i]) == f)
+			i++;
+		if ((err = copy_prepare(db, f, i - start, buf, &skip)))
+			copy_failed(db, f);
+	}
+	free(buf);
+	if (err) {
+		free(*keys);
+		*keys = NULL;
+	}
+	return err;
+}
+
+int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n)
+{
+	uint64_t now[ALEX_CKPT_SLICE_MAX];
+	uint8_t *buf;
+	size_t m = 0;
+	int err = 0;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	for (size_t i = 0; i < n && m < ALEX_CKPT_SLICE_MAX; i++)
+		if (alex_map_get(&db->map, keys[i]) &&
+		    (!db->cfg.db_only || alex_key_file(keys[i]) == ALEX_FILE_DB))
+			now[m++] = keys[i];
+	if (!m)
+		return 0;
+	if (!(buf = malloc(m * (size_t)ALEX_BLOCK)))
+		return ALEX_ENOMEM;
+	for (size_t i = 0; i < m && !err;) {
+		unsigned f = alex_key_file(now[i]);
+		size_t start = i;
+		uint64_t phys;
+		while (i < m && alex_key_file(now[i]) == f)
+			i++;
+		int marked = f == ALEX_FILE_DB && db->mark.kind != ALEX_MARK_NONE;
+		struct direct d = { .dfd = -1, .few = FEW_IN_COMMIT };
+		if ((err = base_file(db, f, &phys)))
+			break;
+		d.fd = db->base_fd[f];
+		if ((err = copy_blocks(db, f, now + start, i - start, buf, NULL, NULL, marked, &d))) {
+			copy_failed(db, f);
+			break;
+		}
+		/* a placeholder's block 0 is now the marked page 1: once the
+		 * copy is durable the file holds the database (carry.c) */
+		if (f == ALEX_FILE_DB && alex_key_block(now[start]) == 0 &&
+		    db->mark.kind == ALEX_MARK_PLACEHOLDER)
+			db->mark.kind = ALEX_MARK_SQLITE;
+	}
+	free(buf);
+	return err;
+}
+
+int alex_ckpt_slices_end(alex_db *db)
+{
+	int err;
+
+	if (db->mark.kind == ALEX_MARK_PLACEHOLDER)
+		return ALEX_EBUSY; /* its block 0 went with a truncation */
+	for (unsigned f = 0; f < ALEX_NFILES; f++) {
+		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
+			continue;
+		if ((err = copy_size(db, f, 0))) {
+			copy_failed(db, f);
+			return err;
+		}
+	}
+	db->ckpt_doubt = 0;
+	return 0;
 }

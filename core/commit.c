@@ -5,6 +5,7 @@
  * may set off: a checkpoint, at the threshold or when SQLite enters WAL
  * mode.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -134,6 +135,15 @@ static uint64_t ckpt_threshold(alex_db *db)
  */
 #define CKPT_EARLY (1u << 20)
 #define CKPT_EARLY_RATIO 4u
+
+uint64_t alex_ckpt_soonest(alex_db *db)
+{
+	uint64_t t = ckpt_threshold(db);
+
+	if (db->cfg.sync == ALEX_SYNC_FULL && db->cfg.checkpoint_bytes > CKPT_EARLY && t > CKPT_EARLY)
+		t = CKPT_EARLY;
+	return t;
+}
 
 static int ckpt_due(alex_db *db)
 {
@@ -483,6 +493,8 @@ void alex_sync_forget(alex_db *db)
 	 * it (carry.c: alex_carry_apply_due) */
 	db->ca.state = ALEX_CA_IDLE;
 	db->ca.mine = 0;
+	free(db->ca.keys);
+	db->ca.keys = NULL;
 	if (db->bg.on && db->bg.parked)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 	db->bg.on = db->bg.parked = 0;

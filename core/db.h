@@ -177,8 +177,11 @@ struct alex_db {
 		int err;          /* the sync's, once DONE */
 		uint64_t mine;    /* the epoch this engine began by a carry */
 		uint32_t mine_salt;
+		uint64_t *keys;   /* COPYING: the blocks to copy, sorted */
+		size_t n, pos;    /* ... how many, and how many copied */
 	} ca;
 #define ALEX_CA_IDLE 0
+#define ALEX_CA_COPYING 4   /* copying, a slice at each commit */
 #define ALEX_CA_COPIED 1    /* copied, the base file's sync wanted */
 #define ALEX_CA_SYNCING 2   /* the syncing thread took it */
 #define ALEX_CA_DONE 3      /* synced (or failed: err) */
