@@ -18,11 +18,13 @@
  *
  * Then, over the next commits (alex_carry_step), every committed block is
  * copied into the database file, a slice at each, and synced by the
- * syncing thread, and N + 1's header is written again without N's
- * records, to the other slot.  From the sync after that on, N's stretch
- * may be written over; until then a record that would go over it copies
- * and syncs first (alex_carry_apply, alex_carry_room).  At the letting go
- * the map forgets the places of N's blocks: the file holds them.
+ * syncing thread, and at the beginning of the next commit N + 1's header
+ * is written again without N's records, to the other slot, so that the
+ * commit's sync makes it durable before any other engine can read it.
+ * From that sync on, N's stretch may be written over; until then a record
+ * that would go over it copies and syncs first (alex_carry_apply,
+ * alex_carry_room).  At the letting go the map forgets the places of N's
+ * blocks: the file holds them.
  *
  * A new database's placeholder carries too: the copy's first slice writes
  * block 0 with the mark, which makes it the marked database.  Cut before
@@ -109,8 +111,8 @@ int alex_carry_copied(alex_db *db)
 			return err;
 		uint64_t l = phys < db->own_min[f] ? phys : db->own_min[f];
 		db->climit[f] = l;
-		if (db->limit[f] > l || !alex_txn_open(db))
-			db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;
+		/* an open transaction's view: below both (write.c) */
+		db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;
 	}
 	return 0;
 }
@@ -171,6 +173,7 @@ static int let_go(alex_db *db)
 
 	if ((err = alex_carry_copied(db)))
 		return err;
+	alex_carry_gone(db, h);
 	alex_hdr_no_prev(h);
 	if ((err = alex_log_write_header(db))) {
 		db->failed = 1;
@@ -223,18 +226,26 @@ static int synced(alex_db *db)
 /*
  * Blocks of the copy for this commit: ALEX_CA_SLICE, or more, so that the
  * copy, its sync and the letting go are over before this epoch has used
- * half the log at which its own checkpoint may come due, at the pace of
- * its commits so far -- else that checkpoint would find the carried epoch
- * still live and run the old way, inside its commit.
+ * half the log at which its own checkpoint may come due -- else that
+ * checkpoint would find the carried epoch still live and run the old way,
+ * inside its commit.  At the pace of the log since this engine's last
+ * slice: other engines' commits use it too, and only this one copies.
  */
 static size_t slice_len(alex_db *db)
 {
-	size_t left = db->ca.n - db->ca.pos;
+	size_t left = db->ca.n - db->ca.pos, k = left;
 	uint64_t used = db->append_off - alex_data_off(db), half = alex_ckpt_soonest(db) / 2;
-	uint64_t per = used / (db->own_commits ? db->own_commits : 1);
-	uint64_t commits = used < half ? (half - used) / (per ? per : 1) : 0;
-	size_t k = commits > 2 ? (size_t)((left + commits - 3) / (commits - 2)) : left;
+	uint64_t pace = used - db->ca.used, per = used / (db->own_commits ? db->own_commits : 1);
 
+	if (pace < per)
+		pace = per; /* the first slice, or a commit smaller than most */
+	if (!pace)
+		pace = 1;
+	db->ca.used = used;
+	/* two commits' worth kept for the sync and the letting go */
+	if (used + 2 * pace < half)
+		k = (size_t)(((uint64_t)left * pace + (half - used - 2 * pace) - 1) /
+			     (half - used - 2 * pace));
 	k = k < ALEX_CA_SLICE ? ALEX_CA_SLICE : k;
 	return k < left ? k : left;
 }
@@ -247,8 +258,15 @@ int alex_carry_step(alex_db *db)
 	case ALEX_CA_IDLE:
 		if (!alex_carry_apply_due(db))
 			return 0;
-		if ((err = alex_ckpt_slices_begin(db, &db->ca.keys, &db->ca.n)))
+		if (db->ca.pause) {
+			db->ca.pause--; /* the last try failed: not at every commit */
+			return 0;
+		}
+		if ((err = alex_ckpt_slices_begin(db, &db->ca.keys, &db->ca.n))) {
+			db->ca.pause = ALEX_CA_PAUSE;
 			return err;
+		}
+		db->ca.used = db->append_off - alex_data_off(db);
 		DBGS(db, "carry copy", " commit=%llu blocks=%zu", (unsigned long long)db->st.commits,
 		     db->ca.n);
 		db->ca.state = ALEX_CA_COPYING;
@@ -269,6 +287,7 @@ int alex_carry_step(alex_db *db)
 			size_t c = k < ALEX_CKPT_SLICE_MAX ? k : ALEX_CKPT_SLICE_MAX;
 			if ((err = alex_ckpt_slice(db, db->ca.keys + db->ca.pos, c))) {
 				ca_drop(db);
+				db->ca.pause = ALEX_CA_PAUSE;
 				return err;
 			}
 			db->ca.pos += c;
@@ -278,6 +297,7 @@ int alex_carry_step(alex_db *db)
 			return 0;
 		if ((err = alex_ckpt_slices_end(db))) {
 			ca_drop(db);
+			db->ca.pause = ALEX_CA_PAUSE;
 			return err;
 		}
 		DBGS(db, "carry copied", " commit=%llu", (unsigned long long)db->st.commits);
@@ -295,12 +315,22 @@ int alex_carry_step(alex_db *db)
 		if (++db->ca.waits < ALEX_CA_INLINE_AFTER)
 			return 0;
 		db->ca.err = db->io.ops->fdatasync(db->io.ctx, db->base_fd[ALEX_FILE_DB]);
-		return synced(db);
-	case ALEX_CA_DONE:
-		return synced(db);
+		db->ca.state = ALEX_CA_DONE;
+		return 0;
 	default:
-		return 0; /* the thread is in its sync: a later commit looks */
+		return 0; /* the thread is in its sync, or the next commit lets go */
 	}
+}
+
+int alex_carry_let_go(alex_db *db)
+{
+	return db->ca.state == ALEX_CA_DONE ? synced(db) : 0;
+}
+
+void alex_carry_gone(alex_db *db, const struct alex_loghdr *was)
+{
+	db->ca.gone_off = was->prev_off;
+	db->ca.gone_end = was->prev_end;
 }
 
 int alex_carry_room(alex_db *db, uint64_t off, uint64_t len)
@@ -308,7 +338,14 @@ int alex_carry_room(alex_db *db, uint64_t off, uint64_t len)
 	const struct alex_loghdr *h = &db->hdr;
 	int err;
 
-	if (!h->prev_epoch || alex_data_off(db) > h->prev_off || off + len <= h->prev_off)
+	/* Let go, but the header that says so is not durable yet: written
+	 * with a record over the stretch in one sync, a cut could keep the
+	 * record and lose the header, and the slot before it would name
+	 * carried records that no longer read back -- the log damaged, every
+	 * commit in it unreachable (found in review, a test since) */
+	if (!h->prev_epoch)
+		return off < db->ca.gone_end && off + len > db->ca.gone_off ? alex_log_sync(db) : 0;
+	if (alex_data_off(db) > h->prev_off || off + len <= h->prev_off)
 		return 0;
 	/* the header that names the carried records must be durable before
 	 * the one that lets them go, and that one before they are written over */

@@ -701,6 +701,9 @@ int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n)
 
 	if (db->failed)
 		return ALEX_EFAILED;
+	if (db->cond_open || db->doubt)
+		return ALEX_EBUSY; /* as run_once: not while a transaction across
+				      databases is undecided */
 	for (size_t i = 0; i < n && m < ALEX_CKPT_SLICE_MAX; i++)
 		if (alex_map_get(&db->map, keys[i]) &&
 		    (!db->cfg.db_only || alex_key_file(keys[i]) == ALEX_FILE_DB))
@@ -743,7 +746,9 @@ int alex_ckpt_slices_end(alex_db *db)
 	for (unsigned f = 0; f < ALEX_NFILES; f++) {
 		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
 			continue;
-		if ((err = copy_size(db, f, 0))) {
+		/* the syncing thread syncs the database file; the others (the
+		 * engine's own API with db_only off) are synced here */
+		if ((err = copy_size(db, f, 0)) || (f != ALEX_FILE_DB && (err = base_sync(db, f)))) {
 			copy_failed(db, f);
 			return err;
 		}

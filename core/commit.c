@@ -290,6 +290,11 @@ static int commit(alex_db *db, int sync, const char *cond)
 	if (db->failed)
 		return ALEX_EFAILED;
 	int to_wal = enters_wal(db);
+	if (sync && alex_carry_let_go(db)) {
+		db->st.checkpoint_failures++;
+		if (db->failed)
+			return ALEX_EFAILED;
+	}
 	db->cond = cond;
 	err = write_commit(db, &len, &n, &off);
 	db->cond = NULL;

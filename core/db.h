@@ -179,6 +179,10 @@ struct alex_db {
 		uint32_t mine_salt;
 		uint64_t *keys;   /* COPYING: the blocks to copy, sorted */
 		size_t n, pos;    /* ... how many, and how many copied */
+		uint64_t gone_off, gone_end; /* the stretch let go, until the
+						header saying so is synced */
+		uint64_t used;    /* the log's length at the last slice */
+		int pause;        /* commits until a failed copy is tried again */
 	} ca;
 #define ALEX_CA_IDLE 0
 #define ALEX_CA_COPYING 4   /* copying, a slice at each commit */

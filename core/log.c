@@ -588,8 +588,10 @@ int alex_log_sync(struct alex_db *db)
 	err = db->io.ops->fdatasync(db->io.ctx, db->log_fd);
 
 	db->st.syncs++;
-	if (!err)
+	if (!err) {
 		db->hdr_synced = 1;
+		db->ca.gone_off = db->ca.gone_end = 0; /* carry.c: alex_carry_room */
+	}
 	return err;
 }
 

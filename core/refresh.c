@@ -79,6 +79,8 @@ static int reload_log(alex_db *db, int force, int may_abort)
 		err = restart(db, may_abort);
 	} else if (!err) {
 		int copied = db->hdr.prev_epoch && !h.prev_epoch;
+		if (copied)
+			alex_carry_gone(db, &db->hdr);
 		if (memcmp(&h, &db->hdr, sizeof h) != 0)
 			db->hdr = db->hdr_disk = h; /* the epoch became fenced, or
 						       its carried one copied */
