@@ -99,17 +99,24 @@ static int forget_carried(alex_db *db)
 
 int alex_carry_copied(alex_db *db)
 {
+	uint64_t phys[ALEX_NFILES];
 	int err;
 
+	/* the lengths first: a failure leaves the map and the limits as they
+	 * were, not blocks forgotten past a limit that still says less */
+	for (int f = 0; f < ALEX_NFILES; f++) {
+		phys[f] = 0;
+		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
+			continue; /* SQLite's journal and WAL: never copied */
+		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys[f])))
+			return err;
+	}
 	if ((err = forget_carried(db)))
 		return err;
 	for (int f = 0; f < ALEX_NFILES; f++) {
-		uint64_t phys;
 		if ((db->cfg.db_only && f != ALEX_FILE_DB) || db->base_fd[f] < 0)
-			continue; /* SQLite's journal and WAL: never copied */
-		if ((err = db->io.ops->size(db->io.ctx, db->base_fd[f], &phys)))
-			return err;
-		uint64_t l = phys < db->own_min[f] ? phys : db->own_min[f];
+			continue;
+		uint64_t l = phys[f] < db->own_min[f] ? phys[f] : db->own_min[f];
 		db->climit[f] = l;
 		/* an open transaction's view: below both (write.c) */
 		db->limit[f] = db->txn_cut[f] < l ? db->txn_cut[f] : l;

@@ -70,6 +70,9 @@ struct alex_db {
 	struct alex_loghdr hdr_disk; /* as its slot was last written */
 	int hdr_slot;                /* the slot hdr_disk is in (log.c: slot_for) */
 	int hdr_synced;              /* ... and a log sync followed its write */
+	uint64_t slot_gone_off, slot_gone_end; /* the other slot, last read:
+						  the same epoch still carrying
+						  these records (carry.c) */
 	uint64_t walk_epoch;         /* recover.c: the carried epoch being read */
 	uint64_t own_commits;        /* commits in this epoch's own records (a
 				        carried epoch's are not counted) */

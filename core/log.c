@@ -342,6 +342,13 @@ int alex_log_read_header(struct alex_db *db, struct alex_loghdr *out)
 	*out = h[cur];
 	db->hdr_slot = cur;
 	db->hdr_synced = 0; /* read, not written: durable only once we sync */
+	/* the other slot: this epoch still carrying, the one read having let
+	 * go -- maybe not yet durable (carry.c: alex_carry_room) */
+	const struct alex_loghdr *o2 = &h[!cur];
+	int let_go = !rc[!cur] && o2->epoch == h[cur].epoch && o2->salt == h[cur].salt &&
+		     o2->prev_epoch && !h[cur].prev_epoch;
+	db->slot_gone_off = let_go ? o2->prev_off : 0;
+	db->slot_gone_end = let_go ? o2->prev_end : 0;
 	db->slot_damaged = rc[!cur] && written[!cur];
 	return 0;
 }

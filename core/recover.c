@@ -467,6 +467,13 @@ int alex_recover(alex_db *db)
 	if (db->log_fd < 0 || db->log_stub)
 		return 0; /* no log, or one that holds nothing */
 	db->hdr_disk = db->hdr;
+	/* An engine that let a carried epoch go and then failed its commit
+	 * left that header unsynced; written over, the carried stretch would
+	 * leave the other slot naming records no longer there (review) */
+	if (db->slot_gone_end) {
+		db->ca.gone_off = db->slot_gone_off;
+		db->ca.gone_end = db->slot_gone_end;
+	}
 	if (db->slot_damaged && db->alloc_end >= ALEX_LOG_DATA + ALEX_BLOCK && (err = adopt(db)))
 		return err;
 	db->next_lsn = db->hdr.start_lsn;

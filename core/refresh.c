@@ -92,8 +92,10 @@ static int reload_log(alex_db *db, int force, int may_abort)
 		if (!db->epoch_commits && (err = alex_bases_open(db)))
 			return err;
 		err = alex_refresh_scan(db, may_abort);
-		if (!err && copied)
-			err = alex_carry_copied(db);
+		/* failed, the next look starts over from the header it read
+		 * (the map may hold places of the stretch let go) */
+		if (!err && copied && (err = alex_carry_copied(db)))
+			db->epoch_live = 0;
 	}
 	return err;
 }
