@@ -231,14 +231,14 @@ static int synced(alex_db *db)
 }
 
 /*
- * Blocks of the copy for this commit: ALEX_CA_SLICE, or more, so that the
- * copy, its sync and the letting go are over before this epoch has used
- * half the log at which its own checkpoint may come due -- else that
- * checkpoint would find the carried epoch still live and run the old way,
- * inside its commit.  At the pace of the log since this engine's last
- * slice: other engines' commits use it too, and only this one copies.
+ * Blocks of the copy this commit must take: as many as get the copy, its
+ * sync and the letting go over before this epoch has used half the log at
+ * which its own checkpoint may come due -- else that checkpoint would find
+ * the carried epoch still live and run the old way, inside its commit.  At
+ * the pace of the log since this engine's last slice: other engines'
+ * commits use it too, and only this one copies.
  */
-static size_t slice_len(alex_db *db)
+static size_t slice_need(alex_db *db)
 {
 	size_t left = db->ca.n - db->ca.pos, k = left;
 	uint64_t used = db->append_off - alex_data_off(db), half = alex_ckpt_soonest(db) / 2;
@@ -253,7 +253,6 @@ static size_t slice_len(alex_db *db)
 	if (used + 2 * pace < half)
 		k = (size_t)(((uint64_t)left * pace + (half - used - 2 * pace) - 1) /
 			     (half - used - 2 * pace));
-	k = k < ALEX_CA_SLICE ? ALEX_CA_SLICE : k;
 	return k < left ? k : left;
 }
 
@@ -290,15 +289,24 @@ int alex_carry_step(alex_db *db)
 			ca_drop(db);
 			return 0;
 		}
-		for (size_t k = slice_len(db); k;) {
-			size_t c = k < ALEX_CKPT_SLICE_MAX ? k : ALEX_CKPT_SLICE_MAX;
-			if ((err = alex_ckpt_slice(db, db->ca.keys + db->ca.pos, c))) {
+		/* what must be copied now, and up to ALEX_CA_SLICE blocks while
+		 * they are cheap (alex_ckpt_slice) */
+		size_t need = slice_need(db), most = need > ALEX_CA_SLICE ? need : ALEX_CA_SLICE;
+		while (most && db->ca.pos < db->ca.n) {
+			size_t avail = db->ca.n - db->ca.pos, used;
+			avail = avail < most ? avail : most;
+			avail = avail < ALEX_CKPT_SLICE_MAX ? avail : ALEX_CKPT_SLICE_MAX;
+			if ((err = alex_ckpt_slice(db, db->ca.keys + db->ca.pos, avail,
+						   need < avail ? need : avail, &used))) {
 				ca_drop(db);
 				db->ca.pause = ALEX_CA_PAUSE;
 				return err;
 			}
-			db->ca.pos += c;
-			k -= c;
+			db->ca.pos += used;
+			most -= used;
+			need -= need < used ? need : used;
+			if (!need && used < avail)
+				break; /* the rest is cold: at the next commits */
 		}
 		if (db->ca.pos < db->ca.n)
 			return 0;

@@ -23,9 +23,10 @@ int alex_carry_apply(struct alex_db *db);
  * commit.c), and then alex_carry_let_go.  A commit that finds no thread
  * took the sync for ALEX_CA_INLINE_AFTER commits makes it itself. */
 #define ALEX_CA_INLINE_AFTER 8
-/* Blocks a commit copies of a carried epoch (alex_ckpt_slice), at least;
- * commits skipped after a copy failed (a page 1 that cannot carry the
- * mark, a full disk) before it is tried again. */
+/* Blocks a commit copies of a carried epoch (alex_ckpt_slice) when they
+ * are held in memory, or more when the log's pace needs them; commits
+ * skipped after a copy failed (a page 1 that cannot carry the mark, a
+ * full disk) before it is tried again. */
 #define ALEX_CA_SLICE 16
 #define ALEX_CA_PAUSE 16
 int alex_carry_step(struct alex_db *db);

@@ -59,6 +59,9 @@ struct alex_io_ops {
 	 * (a file on the same device) makes it durable too (io_writeout.c);
 	 * an error where that cannot be promised (the caller then syncs) */
 	int (*write_out)(void *ctx, int fd, uint64_t off, uint64_t n, int with);
+	/* starts writing [off, off + n) of fd to the device and does not wait:
+	 * a hint, durable only by a sync (NULL: none) */
+	void (*writeback)(void *ctx, int fd, uint64_t off, uint64_t n);
 	int (*ftruncate)(void *ctx, int fd, uint64_t size);
 	/* reserves [off, off + n) of fd's file without writing it (it reads
 	 * as zeros), the size growing to its end: ENOSPC when the file system

@@ -134,6 +134,12 @@ static int px_write_out(void *ctx, int fd, uint64_t off, uint64_t n, int with)
 	return alex_io_write_out(fd, off, n, with);
 }
 
+static void px_writeback(void *ctx, int fd, uint64_t off, uint64_t n)
+{
+	(void)ctx;
+	(void)sync_file_range(fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE);
+}
+
 static int px_ftruncate(void *ctx, int fd, uint64_t size)
 {
 	long r;
@@ -396,6 +402,7 @@ static const struct alex_io_ops posix_ops = {
 	.pwrite = px_pwrite,
 	.fdatasync = px_fdatasync,
 	.write_out = px_write_out,
+	.writeback = px_writeback,
 	.ftruncate = px_ftruncate,
 	.allocate = px_allocate,
 	.size = px_size,
