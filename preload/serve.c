@@ -705,15 +705,20 @@ void alex_serve_wal_closed(struct pdb *db)
 int alex_serve_sync_start(struct pdb *db, int *waiting)
 {
 	pthread_mutex_lock(&db->mu);
-	int on;
+	int on, kind = 1;
 	if (db->stg) {
 		on = !db->syncing && alex_staging_due(db, waiting);
+		kind = 2;
+		/* else the engine below's carried copy (carry.c): the database
+		 * file's sync, which a merge would otherwise make inline */
+		if (!on && !db->syncing && alex_sync_start(db->eng))
+			on = 1, kind = 1;
 	} else {
 		on = !db->syncing && alex_sync_start(db->eng);
 		*waiting = alex_sync_pending(db->eng);
 	}
 	/* which one began: a staging engine may be attached before it ends */
-	db->syncing = on ? (db->stg ? 2 : 1) : 0;
+	db->syncing = on ? kind : 0;
 	pthread_mutex_unlock(&db->mu);
 	return on;
 }
