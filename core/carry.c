@@ -195,7 +195,9 @@ static int let_go(alex_db *db)
 static void ca_drop(alex_db *db)
 {
 	free(db->ca.keys);
+	free(db->ca.buf);
 	db->ca.keys = NULL;
+	db->ca.buf = NULL;
 	db->ca.n = db->ca.pos = 0;
 	db->ca.state = ALEX_CA_IDLE;
 }
@@ -268,7 +270,12 @@ int alex_carry_step(alex_db *db)
 			db->ca.pause--; /* the last try failed: not at every commit */
 			return 0;
 		}
-		if ((err = alex_ckpt_slices_begin(db, &db->ca.keys, &db->ca.n))) {
+		/* the slices' buffer, made once for the copy: not a heap block
+		 * (or, at 256 KiB, a fresh mapping) at every commit */
+		if (!(db->ca.buf = malloc((size_t)ALEX_CKPT_SLICE_MAX * ALEX_BLOCK)) ||
+		    (err = alex_ckpt_slices_begin(db, &db->ca.keys, &db->ca.n))) {
+			err = db->ca.buf ? err : ALEX_ENOMEM;
+			ca_drop(db);
 			db->ca.pause = ALEX_CA_PAUSE;
 			return err;
 		}
@@ -297,7 +304,7 @@ int alex_carry_step(alex_db *db)
 			avail = avail < most ? avail : most;
 			avail = avail < ALEX_CKPT_SLICE_MAX ? avail : ALEX_CKPT_SLICE_MAX;
 			if ((err = alex_ckpt_slice(db, db->ca.keys + db->ca.pos, avail,
-						   need < avail ? need : avail, &used))) {
+						   need < avail ? need : avail, db->ca.buf, &used))) {
 				ca_drop(db);
 				db->ca.pause = ALEX_CA_PAUSE;
 				return err;
@@ -316,8 +323,7 @@ int alex_carry_step(alex_db *db)
 			return err;
 		}
 		DBGS(db, "carry copied", " commit=%llu", (unsigned long long)db->st.commits);
-		free(db->ca.keys);
-		db->ca.keys = NULL;
+		ca_drop(db);
 		db->ca.state = ALEX_CA_COPIED;
 		db->ca.waits = 0;
 		db->ca.err = 0;

@@ -432,6 +432,35 @@ static void copy_failed(alex_db *db, unsigned f)
 		db->io.ops->forget(db->io.ctx, db->base_fd[f]);
 }
 
+/* NORMAL mode: the log's tail may not be durable yet.  Its blocks must
+ * not reach the base first -- a crash would recover the older log over a
+ * base already holding newer pages, a mix of two states (found by the
+ * SQLite power-cut campaign, tests/preload/powercut.sh).  Nor another
+ * process's tail, which this engine only read (review: a reader's
+ * checkpoint of a NORMAL writer's commits), nor a crashed one's, which
+ * recovery read from the page cache. */
+static int tail_durable(alex_db *db)
+{
+	int err;
+
+	if ((db->unsynced_commit || db->log_foreign) && (err = alex_log_sync(db))) {
+		db->failed = 1;
+		return err;
+	}
+	db->log_foreign = 0;
+	return 0;
+}
+
+/* A fenced epoch whose page 1 can no longer carry the mark (bytes that
+ * are not SQLite's, or a file cut below 100 bytes) takes the slow way:
+ * the mark's own bytes over block 0, and a synced unmark. */
+static int slow_block0(const alex_db *db, const uint8_t *true_hdr)
+{
+	return (db->hdr.flags & ALEX_HDR_FENCED) && db->mark.kind != ALEX_MARK_NONE &&
+	       (db->csize[ALEX_FILE_DB] < ALEX_BASE_HDR ||
+		!alex_protect_markable(true_hdr, ALEX_BASE_HDR));
+}
+
 static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr);
 
 /* The committed map's keys, sorted by (file, block); NULL if no memory. */
@@ -480,18 +509,8 @@ static int run_once(alex_db *db, size_t few, int copy)
 		db->epoch_started = 0;
 		return clear_stale_mark(db);
 	}
-	/* NORMAL mode: the log's tail may not be durable yet.  Its blocks
-	 * must not reach the base first -- a crash would recover the older
-	 * log over a base already holding newer pages, a mix of two states
-	 * (found by the SQLite power-cut campaign, tests/preload/powercut.sh).
-	 * Nor another process's tail, which this engine only read (review:
-	 * a reader's checkpoint of a NORMAL writer's commits), nor a crashed
-	 * one's, which recovery read from the page cache. */
-	if ((db->unsynced_commit || db->log_foreign) && (err = alex_log_sync(db))) {
-		db->failed = 1;
+	if ((err = tail_durable(db)))
 		return err;
-	}
-	db->log_foreign = 0;
 	/* A run never holds more blocks than there are keys: a small
 	 * checkpoint's buffer stays small, on the heap, where a 256 KiB one
 	 * would be a fresh mapping each time (page faults, and an munmap
@@ -511,13 +530,8 @@ static int run_once(alex_db *db, size_t few, int copy)
 	uint8_t *old = direct ? buf + run_bytes : NULL, *bounce = direct ? old + run_bytes : NULL;
 	if ((err = true_block0(db, true_hdr, buf)))
 		goto out;
-	/* A fenced epoch whose page 1 can no longer carry the mark (bytes that
-	 * are not SQLite's, or a file cut below 100 bytes) takes the slow way:
-	 * the mark's own bytes over block 0, and a synced unmark. */
 	int fenced = (db->hdr.flags & ALEX_HDR_FENCED) != 0;
-	uint64_t csize0 = db->csize[ALEX_FILE_DB];
-	int slow = fenced && db->mark.kind != ALEX_MARK_NONE &&
-		   (csize0 < ALEX_BASE_HDR || !alex_protect_markable(true_hdr, ALEX_BASE_HDR));
+	int slow = slow_block0(db, true_hdr);
 	if (slow && (keep || copy)) {
 		err = ALEX_EBUSY; /* the true page 1 would leave with the epoch */
 		goto out;
@@ -655,11 +669,8 @@ int alex_ckpt_slices_begin(alex_db *db, uint64_t **keys, size_t *n)
 		return ALEX_EFAILED;
 	if (db->cond_open || db->doubt || !db->epoch_commits)
 		return ALEX_EBUSY;
-	if ((db->unsynced_commit || db->log_foreign) && (err = alex_log_sync(db))) {
-		db->failed = 1;
+	if ((err = tail_durable(db)))
 		return err;
-	}
-	db->log_foreign = 0;
 	if (!(buf = malloc(ALEX_BLOCK)))
 		return ALEX_ENOMEM;
 	if (!(*keys = sorted_keys(&db->map, n))) {
@@ -668,10 +679,7 @@ int alex_ckpt_slices_begin(alex_db *db, uint64_t **keys, size_t *n)
 	}
 	/* block 0 goes with the mark applied, in the first slice: it must be
 	 * able to carry one (run_once's slow way needs a whole copy) */
-	if (!(err = true_block0(db, true_hdr, buf)) && (db->hdr.flags & ALEX_HDR_FENCED) &&
-	    db->mark.kind != ALEX_MARK_NONE &&
-	    (db->csize[ALEX_FILE_DB] < ALEX_BASE_HDR ||
-	     !alex_protect_markable(true_hdr, ALEX_BASE_HDR)))
+	if (!(err = true_block0(db, true_hdr, buf)) && slow_block0(db, true_hdr))
 		err = ALEX_EBUSY;
 	/* a placeholder becomes the database by its block 0 (alex_ckpt_slice) */
 	if (!err && db->mark.kind == ALEX_MARK_PLACEHOLDER &&
@@ -693,10 +701,10 @@ int alex_ckpt_slices_begin(alex_db *db, uint64_t **keys, size_t *n)
 	return err;
 }
 
-int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n, size_t need, size_t *used)
+int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n, size_t need, uint8_t *buf,
+		    size_t *used)
 {
 	uint64_t now[ALEX_CKPT_SLICE_MAX];
-	uint8_t *buf;
 	size_t m = 0, i, cold = 0;
 	int err = 0;
 
@@ -721,22 +729,18 @@ int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n, size_t need, si
 		now[m++] = keys[i];
 	}
 	*used = i;
-	if (!m)
-		return 0;
-	if (!(buf = malloc(m * (size_t)ALEX_BLOCK)))
-		return ALEX_ENOMEM;
-	for (size_t i = 0; i < m && !err;) {
-		unsigned f = alex_key_file(now[i]);
-		size_t start = i;
+	for (size_t j = 0; j < m && !err;) {
+		unsigned f = alex_key_file(now[j]);
+		size_t start = j;
 		uint64_t phys;
-		while (i < m && alex_key_file(now[i]) == f)
-			i++;
+		while (j < m && alex_key_file(now[j]) == f)
+			j++;
 		int marked = f == ALEX_FILE_DB && db->mark.kind != ALEX_MARK_NONE;
 		struct direct d = { .dfd = -1, .few = FEW_IN_COMMIT };
 		if ((err = base_file(db, f, &phys)))
 			break;
 		d.fd = db->base_fd[f];
-		if ((err = copy_blocks(db, f, now + start, i - start, buf, NULL, NULL, marked, &d))) {
+		if ((err = copy_blocks(db, f, now + start, j - start, buf, NULL, NULL, marked, &d))) {
 			copy_failed(db, f);
 			break;
 		}
@@ -746,7 +750,7 @@ int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n, size_t need, si
 		if (db->io.ops->writeback)
 			db->io.ops->writeback(db->io.ctx, db->base_fd[f],
 					      alex_key_block(now[start]) << ALEX_BLOCK_SHIFT,
-					      (alex_key_block(now[i - 1]) + 1 - alex_key_block(now[start]))
+					      (alex_key_block(now[j - 1]) + 1 - alex_key_block(now[start]))
 						      << ALEX_BLOCK_SHIFT);
 		/* a placeholder's block 0 is now the marked page 1: once the
 		 * copy is durable the file holds the database (carry.c) */
@@ -754,7 +758,6 @@ int alex_ckpt_slice(alex_db *db, const uint64_t *keys, size_t n, size_t need, si
 		    db->mark.kind == ALEX_MARK_PLACEHOLDER)
 			db->mark.kind = ALEX_MARK_SQLITE;
 	}
-	free(buf);
 	return err;
 }
 

@@ -18,13 +18,14 @@ int alex_ckpt_copy(struct alex_db *db, int sync);
  * sync (carry.c): the sorted keys of every committed block, and each file
  * readied (a truncation's bytes cut); a slice of them, as committed now
  * (*used of keys[0..n): need or more, and past need only while at most
- * ALEX_CKPT_SLICE_COLD were not held in memory); the files' lengths.  An
- * error leaves the next copy whole (ckpt_doubt). */
+ * ALEX_CKPT_SLICE_COLD were not held in memory), through buf, room for
+ * ALEX_CKPT_SLICE_MAX blocks; the files' lengths.  An error leaves the
+ * next copy whole (ckpt_doubt). */
 #define ALEX_CKPT_SLICE_MAX 64
 #define ALEX_CKPT_SLICE_COLD 4
 int alex_ckpt_slices_begin(struct alex_db *db, uint64_t **keys, size_t *n);
 int alex_ckpt_slice(struct alex_db *db, const uint64_t *keys, size_t n, size_t need,
-		    size_t *used);
+		    uint8_t *buf, size_t *used);
 int alex_ckpt_slices_end(struct alex_db *db);
 /* Everything committed is in the base (a checkpoint's copy, or a merge
  * into the engine below): the map empties, the next epoch begins (its

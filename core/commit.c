@@ -136,13 +136,17 @@ static uint64_t ckpt_threshold(alex_db *db)
 #define CKPT_EARLY (1u << 20)
 #define CKPT_EARLY_RATIO 4u
 
+/* May a checkpoint come due at CKPT_EARLY of log? */
+static int early_allowed(const alex_db *db)
+{
+	return db->cfg.sync == ALEX_SYNC_FULL && db->cfg.checkpoint_bytes > CKPT_EARLY;
+}
+
 uint64_t alex_ckpt_soonest(alex_db *db)
 {
 	uint64_t t = ckpt_threshold(db);
 
-	if (db->cfg.sync == ALEX_SYNC_FULL && db->cfg.checkpoint_bytes > CKPT_EARLY && t > CKPT_EARLY)
-		t = CKPT_EARLY;
-	return t;
+	return early_allowed(db) && t > CKPT_EARLY ? CKPT_EARLY : t;
 }
 
 static int ckpt_due(alex_db *db)
@@ -153,8 +157,7 @@ static int ckpt_due(alex_db *db)
 		return 0; /* merged, not checkpointed; or held until merged */
 	if (used >= ckpt_threshold(db))
 		return 1;
-	return db->cfg.sync == ALEX_SYNC_FULL && used >= CKPT_EARLY &&
-	       db->cfg.checkpoint_bytes > CKPT_EARLY &&
+	return early_allowed(db) && used >= CKPT_EARLY &&
 	       (uint64_t)db->map.n * ALEX_BLOCK * CKPT_EARLY_RATIO <= used;
 }
 
@@ -503,7 +506,9 @@ void alex_sync_forget(alex_db *db)
 	db->ca.state = ALEX_CA_IDLE;
 	db->ca.mine = 0;
 	free(db->ca.keys);
+	free(db->ca.buf);
 	db->ca.keys = NULL;
+	db->ca.buf = NULL;
 	if (db->bg.on && db->bg.parked)
 		db->io.ops->close(db->io.ctx, db->bg.fd);
 	db->bg.on = db->bg.parked = 0;

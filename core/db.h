@@ -181,6 +181,7 @@ struct alex_db {
 		uint64_t mine;    /* the epoch this engine began by a carry */
 		uint32_t mine_salt;
 		uint64_t *keys;   /* COPYING: the blocks to copy, sorted */
+		uint8_t *buf;     /* ... and room for a slice of them */
 		size_t n, pos;    /* ... how many, and how many copied */
 		uint64_t gone_off, gone_end; /* the stretch let go, until the
 						header saying so is synced */

@@ -711,8 +711,10 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 		kind = 2;
 		/* else the engine below's carried copy (carry.c): the database
 		 * file's sync, which a merge would otherwise make inline */
-		if (!on && !db->syncing && alex_sync_start(db->eng))
-			on = 1, kind = 1;
+		if (!on && !db->syncing && alex_sync_start(db->eng)) {
+			on = 1;
+			kind = 1;
+		}
 	} else {
 		on = !db->syncing && alex_sync_start(db->eng);
 		*waiting = alex_sync_pending(db->eng);
