@@ -37,6 +37,11 @@
 #   staged  the same with ALEX_STAGE=1: commits in <db>-alex-stage, merged
 #           into the log once per window (docs/STAGING.md); the judge's
 #           ALEX finds the staging log and goes through it
+#   carried the same, 1200 transactions and a 10 ms window: the log below
+#           passes its 1 MiB again and again, and its checkpoints carry
+#           (core/carry.c): the copy in slices inside later merges, its
+#           sync, the letting go; quick: the sample and every cut around a
+#           sync of the database file, as in early
 #   wal     the same in WAL mode, with SQLite's own WAL checkpoints
 #   attach  two databases attached, every transaction writes both (SQLite's
 #           super-journal): all or none of each in both
@@ -93,6 +98,8 @@ record() {
 	early) "${env[@]}" ALEX_CHECKPOINT_MB=64 "$PC" run "$d/run/db.db" "$d/acks" 1200 0 ;;
 	normal) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=0 "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
 	staged) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=1 "$PC" run "$d/run/db.db" "$d/acks" 320 2000 ;;
+	carried) "${env[@]}" ALEX_SYNC=normal ALEX_STAGE=1 ALEX_SYNC_MS=10 \
+		"$PC" run "$d/run/db.db" "$d/acks" 1200 500 ;;
 	wal) "${env[@]}" POWERCUT_JOURNAL=wal "$PC" run "$d/run/db.db" "$d/acks" 320 0 ;;
 	attach) "${env[@]}" "$B/tests/attach" run "$d/run" 2 30 ;;
 	multi)
@@ -131,7 +138,7 @@ judge() {
 	fi
 	cp -r "$c/alex" "$c/plain" && cp -r "$c/alex" "$c/alex2"
 	local mode=full cut_ns verdict
-	[ "$p" = normal ] || [ "$p" = staged ] && mode=normal
+	case $p in normal|staged|carried) mode=normal ;; esac
 	cut_ns=$(awk '{ print $1; exit }' "$c/alex/.cut")
 	if [ "$p" = attach ]; then
 		verdict=$(flock "$d/judge.lock" bash -c 'attach_verdict "$@"' _ "$d" "$c")
@@ -206,9 +213,9 @@ cuts() {
 			k=$((1 + i * n / 40))
 			echo "$p $k ${models[$((i % 4))]} $((k * 3 + i))"
 		done
-		# early: around every sync of the database file (the fences and
-		# the checkpoints' copies), each model
-		if [ "$p" = early ]; then
+		# early, carried: around every sync of the database file (the
+		# fences and the checkpoints' copies), each model
+		if [ "$p" = early ] || [ "$p" = carried ]; then
 			local ino
 			ino=$("$CUTFS" dump "$tmp/$p/trace" |
 				awk '$4 == "name" && $NF == "db.db" { print $6; exit }')
@@ -222,7 +229,7 @@ cuts() {
 	fi
 }
 
-phases=${CRASHTEST_PHASES:-first short keep full early normal staged wal attach multi}
+phases=${CRASHTEST_PHASES:-first short keep full early normal staged carried wal attach multi}
 for p in $phases; do
 	if ! record "$p" >"$tmp/$p.out" 2>&1; then
 		echo "FAIL $p: the recorded run failed: $(tail -n 3 "$tmp/$p.out")"
