@@ -233,17 +233,20 @@ static int synced(alex_db *db)
 }
 
 /*
- * Blocks of the copy this commit must take: as many as get the copy, its
- * sync and the letting go over before this epoch has used half the log at
- * which its own checkpoint may come due -- else that checkpoint would find
- * the carried epoch still live and run the old way, inside its commit.  At
- * the pace of the log since this engine's last slice: other engines'
- * commits use it too, and only this one copies.
+ * Blocks of the copy this commit must take: as many as get the copy over
+ * before this epoch has used three quarters of the log at which its own
+ * checkpoint may come due, and its sync and the letting go in the last
+ * quarter -- else that checkpoint would find the carried epoch still live
+ * and run the old way, inside its commit.  At the pace of the log since
+ * this engine's last slice: other engines' commits use it too, and only
+ * this one copies.  The longer the copy may take, the less each commit
+ * carries of it: with half, a large database's random pages made the
+ * merges that held a slice the slowest of NORMAL mode's large workload.
  */
 static size_t slice_need(alex_db *db)
 {
 	size_t left = db->ca.n - db->ca.pos, k = left;
-	uint64_t used = db->append_off - alex_data_off(db), half = alex_ckpt_soonest(db) / 2;
+	uint64_t used = db->append_off - alex_data_off(db), until = alex_ckpt_soonest(db) / 4 * 3;
 	uint64_t pace = used - db->ca.used, per = used / (db->own_commits ? db->own_commits : 1);
 
 	if (pace < per)
@@ -252,9 +255,9 @@ static size_t slice_need(alex_db *db)
 		pace = 1;
 	db->ca.used = used;
 	/* two commits' worth kept for the sync and the letting go */
-	if (used + 2 * pace < half)
-		k = (size_t)(((uint64_t)left * pace + (half - used - 2 * pace) - 1) /
-			     (half - used - 2 * pace));
+	if (used + 2 * pace < until)
+		k = (size_t)(((uint64_t)left * pace + (until - used - 2 * pace) - 1) /
+			     (until - used - 2 * pace));
 	return k < left ? k : left;
 }
 
