@@ -238,6 +238,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) strace tests/preload/strace.sh $(B)
 	@$(RUN_TEST) concurrency tests/preload/concurrency.sh $(B)
 	@$(RUN_TEST) multiproc tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
+	@$(RUN_TEST) carry_writers tests/preload/carry_writers.sh $(B) 10
 	@$(RUN_TEST) cli tests/preload/cli.sh $(B)
 	@$(RUN_TEST) encrypt_cli tests/preload/encrypt_cli.sh $(B)
 	@$(RUN_TEST) encrypt tests/preload/encrypt.sh $(B)

@@ -39,6 +39,8 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 	if (s->ckpt_direct_refused)
 		to->ckpt_direct_refused = s->ckpt_direct_refused;
 	to->checkpoint_failures += s->checkpoint_failures;
+	to->carries += s->carries;
+	to->carry_applies += s->carry_applies;
 	to->recovered_commits += s->recovered_commits;
 	to->remote_commits += s->remote_commits;
 	to->direct_writes += s->direct_writes;
@@ -91,6 +93,7 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"blocks_delta\": %llu, \"blocks_delta_base\": %llu, \"dedup_hits\": %llu, "
 		"\"checkpoints\": %llu, \"checkpoint_blocks\": %llu, \"checkpoint_sectors\": %llu, "
 		"\"ckpt_direct_refused\": %d, \"checkpoint_failures\": %llu, "
+		"\"carries\": %llu, \"carry_applies\": %llu, "
 		"\"recovered_commits\": %llu, \"remote_commits\": %llu, "
 		"\"refreshes_skipped\": %llu, \"direct_writes\": %llu, \"direct_refused\": %d}%s",
 		(int)getpid(),
@@ -105,7 +108,7 @@ void alex_stats_write(const struct alex_stats *live)
 		C(e.blocks_delta_base), C(e.dedup_hits),
 		C(e.checkpoints),
 		C(e.checkpoint_blocks), C(e.checkpoint_sectors), e.ckpt_direct_refused,
-		C(e.checkpoint_failures), C(e.recovered_commits),
+		C(e.checkpoint_failures), C(e.carries), C(e.carry_applies), C(e.recovered_commits),
 		C(e.remote_commits), C(e.refreshes_skipped), C(e.direct_writes), e.direct_refused, "");
 #ifdef ALEX_TESTING
 	if (alex_cfg.test) { /* the calls a power-cut or fault campaign numbers */
