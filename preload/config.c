@@ -272,8 +272,8 @@ static void engine_settings(struct alex_config *e)
 	x = e->checkpoint_bytes >> 20;
 	if (!number("ALEX_CHECKPOINT_MB", 1, 65536, &x))
 		e->checkpoint_bytes = x << 20;
-	x = e->prealloc_bytes >> 20;
-	if (!number("ALEX_PREALLOC_MB", 1, 1024, &x))
+	x = 0; /* the default is less than a MiB */
+	if (!number("ALEX_PREALLOC_MB", 1, 1024, &x) && x)
 		e->prealloc_bytes = x << 20;
 	x = (unsigned long long)e->checkpoint_on_close;
 	if (!number("ALEX_CHECKPOINT_ON_CLOSE", 0, 1, &x))
