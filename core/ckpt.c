@@ -43,12 +43,6 @@
 
 #define RUN_BLOCKS 64u /* blocks per base-file pwrite */
 
-static int key_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int base_file(alex_db *db, unsigned f, uint64_t *phys)
 {
 	const struct alex_io_ops *o = db->io.ops;
@@ -464,20 +458,6 @@ static int slow_block0(const alex_db *db, const uint8_t *true_hdr)
 static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr);
 
 /* The committed map's keys, sorted by (file, block); NULL if no memory. */
-static uint64_t *sorted_keys(const struct alex_map *map, size_t *n)
-{
-	uint64_t *keys = malloc((map->n ? map->n : 1) * sizeof *keys);
-
-	*n = 0;
-	if (!keys)
-		return NULL;
-	for (size_t i = 0; i < map->cap; i++)
-		if (map->keys[i])
-			keys[(*n)++] = map->keys[i];
-	qsort(keys, *n, sizeof *keys, key_cmp);
-	return keys;
-}
-
 /* copy: only copy every committed block, and sync the base if 1 (not if
  * 2: carry.c has it synced outside the caller's lock), for a carried
  * epoch (carry.c): no new epoch, no unmark: the fence stays, and so does
@@ -516,7 +496,7 @@ static int run_once(alex_db *db, size_t few, int copy)
 	 * would be a fresh mapping each time (page faults, and an munmap
 	 * whose TLB shootdown costs tens of microseconds in a VM).  Direct
 	 * writes want the base's blocks beside it, and a bounce buffer. */
-	if (!(keys = sorted_keys(&db->map, &n))) {
+	if (!(keys = alex_map_sorted_keys(&db->map, &n))) {
 		err = ALEX_ENOMEM;
 		goto out;
 	}
@@ -673,7 +653,7 @@ int alex_ckpt_slices_begin(alex_db *db, uint64_t **keys, size_t *n)
 		return err;
 	if (!(buf = malloc(ALEX_BLOCK)))
 		return ALEX_ENOMEM;
-	if (!(*keys = sorted_keys(&db->map, n))) {
+	if (!(*keys = alex_map_sorted_keys(&db->map, n))) {
 		free(buf);
 		return ALEX_ENOMEM;
 	}

@@ -160,3 +160,52 @@ size_t alex_map_bytes(const struct alex_map *m)
 {
 	return m->cap * (sizeof *m->keys + sizeof *m->vals);
 }
+
+/*
+ * In order by their bytes, least significant first (LSD radix), over only
+ * the bytes in which they differ: a block number and a file in its top
+ * byte make four passes.  A checkpoint's copy begins with every key of the
+ * map, 15 000 for a large database's random pages, which qsort took 1.2-3.5
+ * ms to put in order inside the commit that begins the copy.
+ */
+static void radix_sort(uint64_t *a, size_t n, uint64_t *tmp)
+{
+	uint64_t vary = 0, *src = a, *dst = tmp;
+
+	for (size_t i = 1; i < n; i++)
+		vary |= a[i] ^ a[0];
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t at[256] = { 0 }, sum = 0;
+		if (!((vary >> shift) & 0xff))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			at[(src[i] >> shift) & 0xff]++;
+		for (unsigned b = 0; b < 256; b++) {
+			size_t c = at[b];
+			at[b] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[at[(src[i] >> shift) & 0xff]++] = src[i];
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof *a);
+}
+
+uint64_t *alex_map_sorted_keys(const struct alex_map *m, size_t *n)
+{
+	size_t cap = m->n ? m->n : 1;
+	uint64_t *keys = malloc(2 * cap * sizeof *keys);
+
+	*n = 0;
+	if (!keys)
+		return NULL;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i])
+			keys[(*n)++] = m->keys[i];
+	radix_sort(keys, *n, keys + cap);
+	return keys;
+}

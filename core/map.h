@@ -64,5 +64,8 @@ void alex_map_trunc(struct alex_map *m, unsigned file, uint64_t first);
 /* Empties the table in O(cap). */
 void alex_map_clear(struct alex_map *m);
 size_t alex_map_bytes(const struct alex_map *m);
+/* Every key, in ascending order, in a block of the heap (the caller frees
+ * it); *n of them.  NULL: no memory. */
+uint64_t *alex_map_sorted_keys(const struct alex_map *m, size_t *n);
 
 #endif
