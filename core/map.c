@@ -198,14 +198,18 @@ static void radix_sort(uint64_t *a, size_t n, uint64_t *tmp)
 uint64_t *alex_map_sorted_keys(const struct alex_map *m, size_t *n)
 {
 	size_t cap = m->n ? m->n : 1;
-	uint64_t *keys = malloc(2 * cap * sizeof *keys);
+	uint64_t *keys = malloc(cap * sizeof *keys), *tmp = malloc(cap * sizeof *tmp);
 
 	*n = 0;
-	if (!keys)
+	if (!keys || !tmp) {
+		free(keys);
+		free(tmp);
 		return NULL;
+	}
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->keys[i])
 			keys[(*n)++] = m->keys[i];
-	radix_sort(keys, *n, keys + cap);
+	radix_sort(keys, *n, tmp);
+	free(tmp); /* the keys are kept for a whole copy (carry.c) */
 	return keys;
 }
