@@ -234,19 +234,20 @@ static int synced(alex_db *db)
 
 /*
  * Blocks of the copy this commit must take: as many as get the copy over
- * before this epoch has used three quarters of the log at which its own
- * checkpoint may come due, and its sync and the letting go in the last
- * quarter -- else that checkpoint would find the carried epoch still live
- * and run the old way, inside its commit.  At the pace of the log since
- * this engine's last slice: other engines' commits use it too, and only
- * this one copies.  The longer the copy may take, the less each commit
- * carries of it: with half, a large database's random pages made the
- * merges that held a slice the slowest of NORMAL mode's large workload.
+ * before this epoch has used half the log at which its own checkpoint may
+ * come due, and its sync and the letting go in the other half -- else that
+ * checkpoint would find the carried epoch still live and run the old way,
+ * inside its commit.  At the pace of the log since this engine's last
+ * slice: other engines' commits use it too, and only this one copies.
+ * Three quarters made each slice smaller (the slowest merges of NORMAL's
+ * large workload 7.4/6.3 -> 5.1/4.7 ms) but left a slow disk's sync of the
+ * copy too little log: with the base file's sync held 300 ms, more of the
+ * checkpoints ran the old way (review, docs/ENGINE.md).
  */
 static size_t slice_need(alex_db *db)
 {
 	size_t left = db->ca.n - db->ca.pos, k = left;
-	uint64_t used = db->append_off - alex_data_off(db), until = alex_ckpt_soonest(db) / 4 * 3;
+	uint64_t used = db->append_off - alex_data_off(db), until = alex_ckpt_soonest(db) / 2;
 	uint64_t pace = used - db->ca.used, per = used / (db->own_commits ? db->own_commits : 1);
 
 	if (pace < per)
@@ -254,7 +255,7 @@ static size_t slice_need(alex_db *db)
 	if (!pace)
 		pace = 1;
 	db->ca.used = used;
-	/* two commits' worth kept for the sync and the letting go */
+	/* and two commits' worth kept besides */
 	if (used + 2 * pace < until)
 		k = (size_t)(((uint64_t)left * pace + (until - used - 2 * pace) - 1) /
 			     (until - used - 2 * pace));
