@@ -161,6 +161,12 @@ size_t alex_map_bytes(const struct alex_map *m)
 	return m->cap * (sizeof *m->keys + sizeof *m->vals);
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /*
  * In order by their bytes, least significant first (LSD radix), over only
  * the bytes in which they differ: a block number and a file in its top
@@ -198,18 +204,21 @@ static void radix_sort(uint64_t *a, size_t n, uint64_t *tmp)
 uint64_t *alex_map_sorted_keys(const struct alex_map *m, size_t *n)
 {
 	size_t cap = m->n ? m->n : 1;
-	uint64_t *keys = malloc(cap * sizeof *keys), *tmp = malloc(cap * sizeof *tmp);
+	uint64_t *keys = malloc(cap * sizeof *keys), *tmp;
 
 	*n = 0;
-	if (!keys || !tmp) {
-		free(keys);
-		free(tmp);
+	if (!keys)
 		return NULL;
-	}
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->keys[i])
 			keys[(*n)++] = m->keys[i];
-	radix_sort(keys, *n, tmp);
-	free(tmp); /* the keys are kept for a whole copy (carry.c) */
+	/* its scratch freed at once: the keys are kept for a whole copy
+	 * (carry.c); without it, the slower sort in place */
+	if ((tmp = malloc(cap * sizeof *tmp))) {
+		radix_sort(keys, *n, tmp);
+		free(tmp);
+	} else {
+		qsort(keys, *n, sizeof *keys, key_cmp);
+	}
 	return keys;
 }
