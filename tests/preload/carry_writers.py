@@ -4,8 +4,8 @@
 One long-lived writer updates random rows of a table larger than its
 1 MiB log (ALEX_CHECKPOINT_MB=1), so that its checkpoints carry
 (core/carry.c) and their copies span many commits.  Beside it, short-lived
-writers open the database, add 1 to fifty of the same rows and to a counter
-in one transaction, and exit: each opens a log whose epoch is past its
+writers (one every half second) open the database, add 1 to fifty of the
+same rows and to a counter in one transaction, and exit: each opens a log whose epoch is past its
 checkpoint size, and its first commit -- which cannot carry -- checkpoints
 the old way while the long-lived writer's copy may be under way; the long
 writer's next catch-up must find that copy over and its blocks where the
@@ -20,7 +20,9 @@ import sys
 import time
 
 ROWS = 20000
-EVERY = int(os.environ.get("CARRY_WRITERS_EVERY", "3000"))  # updates per new writer
+EVERY = float(os.environ.get("CARRY_WRITERS_EVERY", "0.5"))  # seconds per new writer
+MIN_UPDATES = 3000  # some five carries of a 1 MiB log, however slow the disk
+MIN_SHORTS = 3
 TOUCH = 50
 
 
@@ -70,12 +72,17 @@ def main():
     db = sqlite3.connect(path, timeout=30, isolation_level=None)
     rnd = random.Random(7)
     acked = shorts = failed = 0
-    end = time.time() + seconds
+    start = time.time()
+    end, spawn = start + seconds, start + EVERY
     kids = []
-    while time.time() < end:
+    # at least the time asked for, MIN_UPDATES and MIN_SHORTS: a slow
+    # disk's FULL commits must still reach several carries with writers
+    # beside them (the caller's timeout bounds it)
+    while time.time() < end or acked < MIN_UPDATES or shorts + len(kids) < MIN_SHORTS:
         db.execute("update t set v = v + 1 where id = ?", (rnd.randrange(ROWS),))
         acked += 1
-        if acked % EVERY == 0:
+        if time.time() >= spawn:
+            spawn += EVERY
             kids.append(subprocess.Popen([sys.executable, __file__, path, "0", "short"]))
             kids, d, f = reap(kids)
             shorts += d
@@ -91,7 +98,8 @@ def main():
     n = db.execute("select n from c").fetchone()[0]
     ic = db.execute("pragma integrity_check").fetchone()[0]
     db.close()
-    ok = total == acked + TOUCH * shorts and n == shorts and ic == "ok" and not failed
+    ok = (total == acked + TOUCH * shorts and n == shorts and ic == "ok" and not failed
+          and shorts >= MIN_SHORTS)
     print("carry_writers: %s updates %d, short writers %d failed %d, sum %d counter %d, %s"
           % ("ok" if ok else "FAIL", acked, shorts, failed, total, n, ic))
     return 0 if ok else 1
