@@ -247,7 +247,7 @@ static int synced(alex_db *db)
 static size_t slice_need(alex_db *db)
 {
 	size_t left = db->ca.n - db->ca.pos, k = left;
-	uint64_t used = db->append_off - alex_data_off(db), until = alex_ckpt_soonest(db) / 2;
+	uint64_t used = db->append_off - alex_data_off(db), half = alex_ckpt_soonest(db) / 2;
 	uint64_t pace = used - db->ca.used, per = used / (db->own_commits ? db->own_commits : 1);
 
 	if (pace < per)
@@ -256,9 +256,9 @@ static size_t slice_need(alex_db *db)
 		pace = 1;
 	db->ca.used = used;
 	/* and two commits' worth kept besides */
-	if (used + 2 * pace < until)
-		k = (size_t)(((uint64_t)left * pace + (until - used - 2 * pace) - 1) /
-			     (until - used - 2 * pace));
+	if (used + 2 * pace < half)
+		k = (size_t)(((uint64_t)left * pace + (half - used - 2 * pace) - 1) /
+			     (half - used - 2 * pace));
 	return k < left ? k : left;
 }
 

@@ -457,7 +457,6 @@ static int slow_block0(const alex_db *db, const uint8_t *true_hdr)
 
 static int next_epoch(alex_db *db, int fenced, const uint8_t *true_hdr);
 
-/* The committed map's keys, sorted by (file, block); NULL if no memory. */
 /* copy: only copy every committed block, and sync the base if 1 (not if
  * 2: carry.c has it synced outside the caller's lock), for a carried
  * epoch (carry.c): no new epoch, no unmark: the fence stays, and so does
