@@ -54,13 +54,25 @@ static const struct bench_mode builtin[] = {
 	{ "alex-tuned", "wal", "normal",
 	  "pragma mmap_size=536870912; pragma locking_mode=exclusive; "
 	  "pragma cache_size=-131072; pragma temp_store=memory;", "ALEX_SYNC=normal", NULL },
+	/* bounds, not configurations anyone should run: SQLite's rollback
+	 * mode with nothing durable left -- the journal in memory, no sync
+	 * -- with SQLite's locks and change detection (floor-shared) and
+	 * without them (floor); and ALEX NORMAL with SQLite's exclusive
+	 * locking, which makes no lock call, no stat and no journal open:
+	 * what any answer to SQLite's locks from memory could at most give.
+	 * Only when named. */
+	{ "floor", "memory", "off", "pragma locking_mode=exclusive;", NULL, NULL },
+	{ "floor-shared", "memory", "off", "", NULL, NULL },
+	{ "alex-normal-excl", "delete", "full", "pragma locking_mode=exclusive;", "ALEX_SYNC=normal",
+	  NULL },
 };
 /* the modes "all" leaves out: named ones only */
 static int named_only(const char *name)
 {
 	return strstr(name, "-trace") || strstr(name, "-mmap") || strstr(name, "-xts") ||
 	       strncmp(name, "sqlcipher", 9) == 0 || strcmp(name, "alex-tuned") == 0 ||
-	       strcmp(name, "alex-wal-normal") == 0;
+	       strcmp(name, "alex-wal-normal") == 0 || strncmp(name, "floor", 5) == 0 ||
+	       strcmp(name, "alex-normal-excl") == 0;
 }
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
@@ -106,6 +118,8 @@ static void usage(FILE *f)
 		   "       sqlcipher sqlcipher-wal-normal (SQLCipher's defaults; not in all),\n"
 		   "       naive-mmap alex-mmap alex-normal-mmap alex-tuned (PRAGMA mmap_size; not in all),\n"
 		   "       alex-wal-normal (wal-normal under ALEX; not in all),\n"
+		   "       floor floor-shared alex-normal-excl (bounds: nothing durable, or\n"
+		   "       SQLite's exclusive locking; not in all),\n"
 		   "       and alex:VAR=VALUE;VAR=VALUE for any other ALEX_* setting\n");
 }
 
