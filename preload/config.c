@@ -242,6 +242,8 @@ static void test_settings(void)
 	}
 	unsigned long long us = 0;
 	alex_cfg.test_merge_us = number("ALEX_TEST_MERGE_US", 0, 1000000, &us) ? 0 : (unsigned)us;
+	unsigned long long alone = 0;
+	alex_cfg.test_span_alone = number("ALEX_TEST_SPAN_ALONE", 0, 1, &alone) ? 0 : (int)alone;
 }
 #endif
 
@@ -311,6 +313,12 @@ static void engine_settings(struct alex_config *e)
 	x = 1;
 	if (!number("ALEX_STAGE", 0, 1, &x))
 		alex_cfg.stage = (int)x;
+	/* SQLite's lock calls of a transaction answered under one write lock
+	 * over its lock bytes while no other process with ALEX has the
+	 * database open (locks.c): on unless turned off */
+	x = 1;
+	if (!number("ALEX_SPAN_LOCK", 0, 1, &x))
+		alex_cfg.span_lock = (int)x;
 	/* the last close's wait for another process's read transaction
 	 * (serve.c: alex_serve_close_wait) */
 	x = 100;

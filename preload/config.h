@@ -30,6 +30,8 @@ struct alex_pconfig {
 	char trace_path[4096]; /* absolute */
 	enum alex_msglevel loglevel;
 	int stage; /* ALEX_STAGE: NORMAL's commits staged (staging.h) */
+	int span_lock; /* ALEX_SPAN_LOCK: a transaction's lock calls answered
+			  under one lock while the process is alone (locks.c) */
 	unsigned close_wait_ms; /* ALEX_CLOSE_WAIT_MS (serve.c) */
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's
@@ -41,6 +43,8 @@ struct alex_pconfig {
 	struct alex_test_cfg test_cfg;
 	unsigned test_merge_us; /* ALEX_TEST_MERGE_US: the flusher's merge
 				   holds its locks this much longer (staging.c) */
+	int test_span_alone; /* ALEX_TEST_SPAN_ALONE: every process takes the
+				span lock as if it were alone (span.c) */
 #endif
 };
 

@@ -35,6 +35,10 @@ int alex_close_hook(int fd)
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
+	/* a span lock taken by another thread since alex_locks_gone went
+	 * with the close too */
+	if (o && o->role == ROLE_DB && !kept)
+		alex_locks_closed(o->db);
 	if (o)
 		alex_ofd_put(o); /* the last one closes the engine, checkpointing */
 	errno = saved;

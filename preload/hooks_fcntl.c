@@ -14,6 +14,7 @@
 #include "locks.h"
 #include "real.h"
 #include "serve.h"
+#include "span.h"
 #include "sqlite_locks.h"
 #include "stats.h"
 #include "trace.h"
@@ -57,6 +58,15 @@ static int lock_meaning(int cmd, const struct flock *l)
 	       (l->l_type == F_RDLCK && (cmd == F_SETLK || cmd == F_SETLKW) ? SHARED_READ : 0);
 }
 
+/* ALEX's own lock call on SQLite's bytes, as SQLite's would be made: in
+ * the span lock, to the model (locks.c) */
+static void own_lock(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(int, int, ...))
+{
+	int r;
+	if (!alex_locks_call(o, fd, cmd, l, real, &r))
+		alex_locks_made(o, cmd, l, real(fd, cmd, l));
+}
+
 /* After SQLite got SHARED: catch up with other processes' commits, or give
  * the lock back, so that SQLite sees the lock fail (from EXCLUSIVE it falls
  * back to the SHARED it held). */
@@ -67,7 +77,7 @@ static int refresh(struct ofd *o, int fd, int cmd, struct flock *l, int (*real)(
 	int err = errno;
 	struct flock u = *l;
 	u.l_type = l->l_type == F_WRLCK ? F_RDLCK : F_UNLCK;
-	alex_locks_made(o, cmd, &u, real(fd, cmd, &u));
+	own_lock(o, fd, cmd, &u, real);
 	errno = err;
 	return -1;
 }
@@ -113,7 +123,10 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 	struct ofd *o = alex_fd_get(fd);
 	int r;
 
-	/* in WAL mode the file is SQLite's own: its locks mark nothing of ours */
+	/* in WAL mode the file is SQLite's own: its locks mark nothing of
+	 * ours, and go to the kernel as SQLite makes them */
+	if (o && o->role == ROLE_DB && o->db->held.span && alex_pdb_direct(o->db))
+		alex_span_leave(o->db);
 	if (!o || o->role != ROLE_DB || alex_pdb_direct(o->db)) {
 		r = real(fd, cmd, arg);
 		if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
@@ -137,10 +150,9 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 	int locks = lock_call(cmd, arg), saved = errno;
 	unsigned gen = __atomic_load_n(&o->db->flusher_gen, __ATOMIC_ACQUIRE);
 	for (int again = 0;; again = 1) {
-		*served_out = 0;
-		if (locks && alex_locks_call(o, fd, cmd, arg, real, &r)) {
-			*served_out = 1;
-		} else {
+		int how = locks ? alex_locks_call(o, fd, cmd, arg, real, &r) : 0;
+		*served_out = how == 1;
+		if (!how) {
 			r = real(fd, cmd, arg);
 			if (locks)
 				alex_locks_made(o, cmd, arg, r);
@@ -154,7 +166,7 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 		int err = errno;
 		struct flock u = *(struct flock *)arg;
 		u.l_type = F_UNLCK;
-		alex_locks_made(o, cmd, &u, real(fd, cmd, &u));
+		own_lock(o, fd, cmd, &u, real);
 		errno = err;
 		return -1; /* SQLite: an I/O error taking RESERVED; nothing written yet */
 	}

@@ -14,6 +14,7 @@
 #include "flusher.h"
 #include "hooks.h"
 #include "mmap.h"
+#include "span.h"
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
@@ -48,6 +49,7 @@ __attribute__((constructor)) static void alex_init(void)
 	pthread_atfork(NULL, NULL, alex_owner_reset);
 	pthread_atfork(NULL, NULL, alex_dirsync_forked);
 	pthread_atfork(NULL, NULL, alex_flusher_forked);
+	pthread_atfork(NULL, NULL, alex_span_atfork_child);
 	alex_pdb_atfork();
 	alex_mmap_atfork(); /* its prepare runs first: the table before the databases */
 	ready = 1;

@@ -28,14 +28,18 @@
  * What differs from SQLite's own calls: a program other than SQLite that
  * read-locks PENDING from no lock holds it only from its next lock call on
  * the file.
+ *
+ * The span lock (span.c) answers most of a transaction's calls from the
+ * same model, under one lock of its own; this file sends them there.
  */
 #include <errno.h>
 
 #include "locks.h"
+#include "span.h"
 #include "sqlite_locks.h"
 #include "trace.h"
 
-enum { NONE, READ, WRITE };
+enum { NONE = ALEX_HELD_NONE, READ = ALEX_HELD_READ, WRITE = ALEX_HELD_WRITE };
 enum { OWE_PENDING_RELEASE = 1 };
 
 static short kind(short type)
@@ -62,7 +66,7 @@ static void apply_one(struct alex_held *h, short *region, int c, short k)
 }
 
 /* After a successful lock call l on the file. */
-static void apply(struct alex_held *h, const struct flock *l)
+void alex_held_apply(struct alex_held *h, const struct flock *l)
 {
 	short k = kind(l->l_type);
 
@@ -74,6 +78,7 @@ static void apply(struct alex_held *h, const struct flock *l)
 	if (all == 2 && k == NONE) {
 		h->pending = h->reserved = h->shared = NONE;
 		h->unknown = 0; /* all of it released: known again */
+		h->span = 0; /* the span lock went with them */
 		return;
 	}
 	apply_one(h, &h->pending, covers(l->l_start, l->l_len, SQLITE_PENDING_BYTE, 1), k);
@@ -88,8 +93,7 @@ static int is(const struct flock *l, short type, long long start, long long len)
 	       l->l_len == len;
 }
 
-/* ALEX's own lock call on fd, traced as ALEX's */
-static int own(int fd, int cmd, struct flock *l, int (*real)(int, int, ...))
+int alex_locks_own(int fd, int cmd, struct flock *l, int (*real)(int, int, ...))
 {
 	uint64_t t0 = ALEX_TRACE_T0();
 	int r = real(fd, cmd, l);
@@ -119,8 +123,8 @@ static int settle(struct ofd *o, int fd, int cmd, const struct flock *l,
 			return 0; /* the SHARED lock between: the release still owed */
 		struct flock p = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
 				   .l_start = SQLITE_PENDING_BYTE, .l_len = 1 };
-		if (own(fd, F_SETLK, &p, real) == 0)
-			apply(h, &p);
+		if (alex_locks_own(fd, F_SETLK, &p, real) == 0)
+			alex_held_apply(h, &p);
 	}
 	o->elide = 0;
 	errno = saved;
@@ -140,13 +144,18 @@ int alex_locks_call(struct ofd *o, int fd, int cmd, struct flock *l,
 
 	if (o->elide && settle(o, fd, cmd, l, real, r))
 		return 1;
+	int first = cmd == F_SETLK && is(l, F_RDLCK, SQLITE_PENDING_BYTE, 1);
+	if (h->span || first) {
+		int how = alex_span_call(o->db, fd, cmd, l, first, real, r);
+		if (how >= 0)
+			return how;
+	}
 	if (cmd != F_SETLK || h->unknown)
 		return 0;
-	if (is(l, F_RDLCK, SQLITE_PENDING_BYTE, 1) && !h->pending && !h->reserved &&
-	    !h->shared) {
+	if (first && !h->pending && !h->reserved && !h->shared) {
 		struct flock q = *l;
 		int saved = errno;
-		if (own(fd, F_GETLK, &q, real) != 0) {
+		if (alex_locks_own(fd, F_GETLK, &q, real) != 0) {
 			errno = saved;
 			return 0; /* asked the long way */
 		}
@@ -168,7 +177,7 @@ void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r)
 
 	if (cmd == F_SETLK || cmd == F_SETLKW) {
 		if (r == 0)
-			apply(h, l);
+			alex_held_apply(h, l);
 	} else if (cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW) {
 		h->unknown = 1; /* not the process's kind of lock: not SQLite's */
 	}
@@ -183,6 +192,7 @@ void alex_locks_dropped(struct pdb *db)
 {
 	struct alex_held *h = &db->held;
 
+	alex_span_end(db, 0);
 	h->pending = h->reserved = h->shared = NONE;
 	h->unknown = 0;
 	h->gen++;
@@ -199,8 +209,14 @@ void alex_locks_gone_late(struct pdb *db)
 	struct alex_held *h = &db->held;
 
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_span_end(db, 0); /* the span lock went with the close */
 	h->gen++;       /* no release owed from before counts */
 	h->unknown = 1; /* locks taken since the close may be held: in doubt */
+}
+
+void alex_locks_closed(struct pdb *db)
+{
+	alex_span_end(db, 1);
 }
 
 int alex_locks_any(const struct pdb *db)

@@ -6,15 +6,23 @@
 
 #include "state.h"
 
+/* What the model says of each region (struct alex_held) */
+enum { ALEX_HELD_NONE, ALEX_HELD_READ, ALEX_HELD_WRITE };
+
 /*
  * Before SQLite's lock call (cmd, l: a lock set or asked about) on o, a
  * served database's descriptor: 1 when it was answered with fewer system
- * calls (result in *r, errno set as the kernel would), 0 when the caller
- * makes it (then alex_locks_made after).  The process's lock calls on the
- * file come one at a time (SQLite holds its inode mutex around them).
+ * calls (result in *r, errno set as the kernel would), 2 when it was made
+ * as asked and followed here (span.c), 0 when the caller makes it (then
+ * alex_locks_made after).  The process's lock calls on the file come one
+ * at a time (SQLite holds its inode mutex around them).
  */
 int alex_locks_call(struct ofd *o, int fd, int cmd, struct flock *l,
 		    int (*real)(int, int, ...), int *r);
+/* The model after the successful lock call l on the file. */
+void alex_held_apply(struct alex_held *h, const struct flock *l);
+/* ALEX's own lock call on fd, traced as ALEX's. */
+int alex_locks_own(int fd, int cmd, struct flock *l, int (*real)(int, int, ...));
 /* After the caller made the lock call (result r). */
 void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
 /* May the process hold EXCLUSIVE (a write lock on the SHARED range) on
@@ -29,6 +37,9 @@ void alex_locks_gone(struct pdb *db);
  * dropped may have been taken again since; the model is in doubt until
  * SQLite's next release of them all. */
 void alex_locks_gone_late(struct pdb *db);
+/* After a descriptor of db's file was closed: a span lock taken between
+ * alex_locks_gone and the close is gone, and the model in doubt. */
+void alex_locks_closed(struct pdb *db);
 /* Does the model say the process may hold a lock on db's file? */
 int alex_locks_any(const struct pdb *db);
 /* The model is no longer known to follow the kernel's locks (SQLite's

@@ -38,6 +38,12 @@ static struct pdb *lookup(dev_t dev, ino_t ino)
 
 static void release(struct pdb *p)
 {
+	/* the presence lock's directory (span.c), unless a program's sweep
+	 * of descriptors closed it and the number is now another file */
+	struct stat st;
+	if (p->presence_fd >= 0 && REAL(fstat)(p->presence_fd, &st) == 0 &&
+	    st.st_dev == p->dir_dev && st.st_ino == p->dir_ino)
+		REAL(close)(p->presence_fd);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->synced);
 	free(p->super);
@@ -84,8 +90,10 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->gid = st->st_gid;
 	p->j.kept.fd = -1;
 	p->dir.fd = -1;
+	p->presence_fd = -1;
 	p->refs = 1;
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_mutex_init(&p->span_mu, NULL);
 	pthread_cond_init(&p->synced, NULL);
 	if ((err = alex_serve_open(p))) {
 		release(p);

@@ -21,6 +21,7 @@
 #include "io_over.h"
 #include "journal.h"
 #include "locks.h"
+#include "span.h"
 #include "mmap.h"
 #include "multidb.h"
 #include "real.h"
@@ -654,7 +655,10 @@ int alex_serve_wal_open(struct pdb *db)
 	}
 	if (!rc) {
 		/* SQLite's lock calls now pass the model by (the file is
-		 * SQLite's own): it is in doubt from here, not only after */
+		 * SQLite's own): it is in doubt from here, not only after;
+		 * the span lock goes now -- SQLite may never call again
+		 * (it keeps its SHARED while the WAL is open) */
+		alex_span_leave(db);
 		alex_locks_unknown(db);
 		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
 	}
@@ -764,6 +768,7 @@ void alex_serve_forget(struct pdb *db)
 	db->syncing = 0;
 	db->forked = 1;
 	db->skip_dirsync = 0;
+	alex_span_forked(db);
 	alex_locks_dropped(db); /* POSIX locks are not inherited */
 	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
 	/* the parent's unfinished transaction is the parent's: if the child

@@ -52,6 +52,9 @@ struct alex_held {
 	short pending, reserved, shared;
 	int unknown;
 	unsigned gen;
+	int span; /* in a span under the span lock: the kernel holds a write
+		     lock over all of SQLite's bytes, and the regions above
+		     are what SQLite was told (span.c) */
 };
 
 struct pdb {
@@ -98,6 +101,16 @@ struct pdb {
 				after need no catch-up (hooks_fcntl.c) */
 	struct alex_held held; /* the process's locks on SQLite's bytes of
 				the file, as made through the hook (locks.c) */
+	int presence_fd;     /* the directory's descriptor that holds this
+				process's presence lock, -1 not yet, -2 none
+				could be had (span.c) */
+	int span_alone;      /* the last presence query found no other */
+	unsigned span_n;     /* spans since that query */
+	unsigned span_skip;  /* spans left without the span lock (refused) */
+	pthread_mutex_t span_mu; /* held while the span's state changes: by
+				SQLite's lock calls, a close, the lease */
+	unsigned span_gen;   /* spans begun under the span lock ... */
+	unsigned span_seen;  /* ... and the one the lease saw last (span.c) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
 				lock bytes to merge (staging.c), +2 each time:

@@ -17,6 +17,9 @@ struct alex_pstats {
 	uint64_t temp_files;           /* SQLite's, stored encrypted (temp.c) */
 	uint64_t flusher_merges;       /* windows no commit ended, merged (staging.c) */
 	uint64_t staging_syncs;        /* ... and those synced in the staging log instead */
+	uint64_t span_locks;           /* spans under the span lock (locks.c) */
+	uint64_t span_refused;         /* ... the lock refused: another process holds one */
+	uint64_t span_leases;          /* ... a span outlived the write lock's lease */
 };
 
 extern struct alex_pstats alex_pstats;

@@ -45,6 +45,8 @@ t "alex-run --stage sets staging and normal" [ "$("$B/alex-run" --stage sh -c 'e
 t "alex-run --no-stage turns staging off" [ "$("$B/alex-run" --no-stage sh -c 'echo $ALEX_STAGE')" = "0" ]
 ALEX_STAGE=2 LD_PRELOAD=$lib sqlite3 stage.db 'select 1' >/dev/null 2>err
 t "bad ALEX_STAGE named" grep -q 'ALEX_STAGE=2 is invalid' err
+ALEX_SPAN_LOCK=yes LD_PRELOAD=$lib sqlite3 span.db 'select 1' >/dev/null 2>err
+t "bad ALEX_SPAN_LOCK named" grep -q 'ALEX_SPAN_LOCK=yes is invalid' err
 "$B/alex-run" -- sh -c 'exit 7'
 t "alex-run returns the command's status" [ $? -eq 7 ]
 t "alex-run appends to LD_PRELOAD" [ "$(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1 \

@@ -1,0 +1,444 @@
+/*
+ * span.c - the span lock: SQLite's lock calls of one transaction answered
+ * under one lock of ALEX's, while no other process with ALEX has the
+ * database open (docs/LOCKS.md, "The span lock").
+ *
+ * SQLite makes eight lock calls for an autocommit write and three for a
+ * read (with locks.c's question at PENDING); each costs about its kernel
+ * time again in the code around it.  At SQLite's first call of a span (its
+ * read lock on PENDING, holding nothing) this process takes instead one
+ * write lock over all of SQLite's lock bytes, answers the span's calls
+ * from the model (locks.c) under it, and makes SQLite's last call (its
+ * release of everything) as asked: a read transaction in two calls, a
+ * write in three.  The third is EXCLUSIVE's: the write lock is taken again
+ * when SQLite asks for PENDING's, so that a lock lost unseen during the
+ * span (a descriptor of the file closed by a raw system call) meets
+ * whatever another process took meanwhile, as SQLite's own call would.
+ *
+ * Whenever a call is answered from the model, the kernel holds at least
+ * what SQLite was told, and nobody else holds anything.  The cost is to
+ * others: a reader of another process is refused where SQLite would let it
+ * share.  So the write lock is a lease: a thread of its own (started with
+ * the first span, never behind a sync: review) ticks every LEASE_MS while
+ * spans are taken, and a span it saw at one tick and finds at the next is
+ * given SQLite's own locks -- exactly what the model says, each region
+ * replaced in place -- and goes on with SQLite's own calls.  Without that
+ * thread there is no span lock.  A
+ * process takes it only while it is the only one with ALEX that has the
+ * database open: each holds, from its first transaction on it to its last
+ * close, a read lock (open file description) on one byte of the
+ * database's directory, the byte at the database's inode number, and a
+ * write query there through its own description finds any other.  Not on
+ * the database file: a lock of any byte there would meet a program's lock
+ * of the whole file -- and hang one of this process (review) -- and not on
+ * the log: a process that opened the database before the log was made has
+ * none open, and would wait behind the spans of a busy writer unseen.
+ *
+ * The span's state is changed by SQLite's lock calls, by the lease and by
+ * closes, one at a time (span_mu); SQLite's own calls come one at a time
+ * already (its inode mutex).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "config.h"
+#include "locks.h"
+#include "pdb.h"
+#include "real.h"
+#include "span.h"
+#include "sqlite_locks.h"
+#include "stats.h"
+#include "trace.h"
+
+enum { NONE = ALEX_HELD_NONE, READ = ALEX_HELD_READ, WRITE = ALEX_HELD_WRITE };
+
+/* A span holds the write lock for one to two of these at most */
+#define LEASE_MS 2
+
+static int started, refused; /* (atomic) the lease's thread */
+static int fast;             /* (atomic) it ticks: spans are taken */
+static int news;             /* (atomic) a span began since its last tick */
+static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lcv;
+static pthread_once_t lcv_once = PTHREAD_ONCE_INIT;
+
+/* the monotonic clock: a step of the wall clock neither stalls nor hurries it */
+static void init_lcv(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&lcv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static void lease_one(struct pdb *db, void *arg)
+{
+	*(int *)arg |= alex_span_lease(db);
+}
+
+/* Every LEASE_MS while spans are taken; asleep while none are (a span's
+ * start that finds it asleep wakes it).  It only ever tries a database's
+ * span_mu, and waits for no I/O but its lock calls. */
+static void *leaser(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&lmu);
+		if (__atomic_load_n(&fast, __ATOMIC_SEQ_CST)) {
+			struct timespec at;
+			clock_gettime(CLOCK_MONOTONIC, &at);
+			at.tv_nsec += LEASE_MS * 1000000L;
+			if (at.tv_nsec >= 1000000000L) {
+				at.tv_sec++;
+				at.tv_nsec -= 1000000000L;
+			}
+			while (pthread_cond_timedwait(&lcv, &lmu, &at) == 0)
+				; /* a kick is no reason to tick early */
+		} else {
+			while (!__atomic_load_n(&fast, __ATOMIC_SEQ_CST))
+				pthread_cond_wait(&lcv, &lmu);
+		}
+		pthread_mutex_unlock(&lmu);
+		/* ticking on only for spans seen young or begun since: a
+		 * span's start that finds fast 0 after this store wakes it */
+		int young = 0;
+		__atomic_store_n(&fast, 0, __ATOMIC_SEQ_CST);
+		alex_pdb_scan(lease_one, &young);
+		if (young || __atomic_exchange_n(&news, 0, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&fast, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+/* The lease's thread, started at the first span: 1 when it runs */
+static int lease_thread(void)
+{
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		return 1;
+	if (__atomic_load_n(&refused, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&lmu);
+	if (!started && !refused) {
+		pthread_t t;
+		pthread_attr_t a;
+		sigset_t all, old;
+		pthread_once(&lcv_once, init_lcv);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		sigfillset(&all); /* signals are the program's business */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, &a, leaser, NULL) == 0)
+			__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+		else
+			__atomic_store_n(&refused, 1, __ATOMIC_RELEASE);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+	pthread_mutex_unlock(&lmu);
+	return __atomic_load_n(&started, __ATOMIC_ACQUIRE);
+}
+
+/* A span began: the thread ticks (it may be asleep) */
+static void lease_kick(void)
+{
+	__atomic_store_n(&news, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&fast, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_lock(&lmu);
+	__atomic_store_n(&fast, 1, __ATOMIC_SEQ_CST);
+	pthread_cond_signal(&lcv);
+	pthread_mutex_unlock(&lmu);
+}
+
+void alex_span_atfork_child(void)
+{
+	/* threads do not survive fork: a child starts its own, and the
+	 * lock may have been held by the parent's thread at the fork */
+	started = refused = fast = news = 0;
+	pthread_mutex_init(&lmu, NULL);
+	init_lcv();
+}
+
+/* a mutex, not a spin: the lease may be preempted inside its calls */
+static void busy(struct pdb *db)
+{
+	pthread_mutex_lock(&db->span_mu);
+}
+
+static void idle(struct pdb *db)
+{
+	pthread_mutex_unlock(&db->span_mu);
+}
+
+/* ALEX's lock call on fd over all of SQLite's bytes; errno kept */
+static int all(int fd, short type, int (*real)(int, int, ...))
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET,
+			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	int saved = errno, r = alex_locks_own(fd, F_SETLK, &l, real);
+	errno = saved;
+	return r;
+}
+
+/* A lock call on the presence byte, through the description of db's
+ * directory it is held with */
+static int presence(struct pdb *db, int cmd, struct flock *l, short type)
+{
+	*l = (struct flock){ .l_type = type, .l_whence = SEEK_SET,
+			     .l_start = (off_t)(db->ino & ((1ULL << 62) - 1)), .l_len = 1 };
+	uint64_t t0 = ALEX_TRACE_T0();
+	int r = REAL(fcntl)(db->presence_fd, cmd, l);
+	alex_trace_own(ALEX_TROLE_DIR, ALEX_TK_FCNTL, db->presence_fd, t0, (uint64_t)cmd, r, l);
+	return r;
+}
+
+/* Is the presence descriptor still the directory?  A program's sweep of
+ * descriptors (close_range, closefrom, a dup2 onto it) closes it behind
+ * ALEX's back, and the number may be another file now (review). */
+static int still_ours(struct pdb *db)
+{
+	struct stat st;
+
+	if (db->presence_fd >= 0 && REAL(fstat)(db->presence_fd, &st) == 0 &&
+	    st.st_dev == db->dir_dev && st.st_ino == db->dir_ino)
+		return 1;
+	db->presence_fd = -2; /* gone: unseen and unseeing from here */
+	return 0;
+}
+
+/* This process's presence lock, taken once (at its first transaction),
+ * whatever the setting: others must see it even if it never takes the
+ * span lock.  -1 when it could not be (a directory it may not read, a
+ * file system without these locks). */
+static void be_present(struct pdb *db)
+{
+	struct flock l;
+	int saved = errno;
+
+	if (db->presence_fd != -1 || !db->dir_path)
+		return;
+	int fd = REAL(open)(db->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	db->presence_fd = fd < 0 ? -2 : fd;
+	if (fd >= 0 && (!still_ours(db) || presence(db, F_OFD_SETLK, &l, F_RDLCK) != 0)) {
+		REAL(close)(fd); /* another directory by now, or no such locks */
+		db->presence_fd = -2;
+	}
+	errno = saved;
+}
+
+/* Does another process with ALEX have db open?  In doubt (no presence
+ * lock, the query failed), yes. */
+static int others(struct pdb *db)
+{
+	struct flock l;
+
+	return !still_ours(db) || presence(db, F_OFD_GETLK, &l, F_WRLCK) != 0 ||
+	       l.l_type != F_UNLCK;
+}
+
+/* Is this process the only one with ALEX that has db's file open?  Asked
+ * at one span in 8 (one in 64 while others were there): a process that
+ * comes waits at most those spans of this one. */
+static int alone(struct pdb *db)
+{
+	int saved = errno;
+
+	if (!alex_cfg.span_lock || !lease_thread())
+		return 0;
+#ifdef ALEX_TESTING
+	if (alex_cfg.test_span_alone) /* the span lock under contention */
+		return 1;
+#endif
+	if (db->span_n++ % (db->span_alone ? 8 : 64) == 0)
+		db->span_alone = !others(db);
+	errno = saved;
+	return db->span_alone;
+}
+
+/* SQLite's first call of a span: the span lock instead, if this process
+ * may take it and gets it.  1 taken (the call answered). */
+static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
+{
+	struct alex_held *h = &db->held;
+
+	if (h->unknown || h->pending || h->reserved || h->shared || db->forked ||
+	    db->fork_shared || !alone(db))
+		return 0;
+	if (db->span_skip) {
+		db->span_skip--;
+		return 0;
+	}
+	int saved = errno;
+	struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
+	if (alex_locks_own(fd, F_SETLK, &w, real) != 0) {
+		/* another process holds a lock: SQLite's own calls, and
+		 * theirs, for a while; a descriptor that cannot write-lock
+		 * (opened read-only), for good */
+		db->span_skip = errno == EAGAIN || errno == EACCES ? 16 : ~0u;
+		errno = saved;
+		ALEX_COUNT(span_refused, 1);
+		return 0;
+	}
+	ALEX_COUNT(span_locks, 1);
+	h->span = 1;
+	h->pending = READ;
+	db->span_gen++;
+	lease_kick();
+	*r = 0;
+	return 1;
+}
+
+/* The kernel's locks set to the model, one region at a time and only ever
+ * weaker (each call replaces the process's lock in place, so no moment is
+ * without what the model claims); the span is over.  A call that fails
+ * (ENOLCK) leaves more held than SQLite was told: in doubt until its next
+ * release of all. */
+static void leave(struct alex_held *h, int fd, int (*real)(int, int, ...))
+{
+	const struct {
+		long long start, len;
+		short k;
+	} part[3] = { { SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared },
+		      { SQLITE_RESERVED_BYTE, 1, h->reserved },
+		      { SQLITE_PENDING_BYTE, 1, h->pending } };
+	int saved = errno;
+
+	for (int i = 0; i < 3; i++) {
+		if (part[i].k == WRITE)
+			continue;
+		struct flock l = { .l_type = part[i].k == READ ? F_RDLCK : F_UNLCK,
+				   .l_whence = SEEK_SET, .l_start = part[i].start,
+				   .l_len = part[i].len };
+		if (alex_locks_own(fd, F_SETLK, &l, real) != 0)
+			h->unknown = 1;
+	}
+	h->span = 0;
+	errno = saved;
+}
+
+/* Does l lie wholly within SQLite's lock bytes? */
+static int within(const struct flock *l)
+{
+	return l->l_whence == SEEK_SET && l->l_len > 0 && l->l_start >= SQLITE_PENDING_BYTE &&
+	       l->l_start + l->l_len <= SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES;
+}
+
+/* A lock call during the span: see alex_span_call. */
+static int in_span(struct alex_held *h, int fd, int cmd, struct flock *l,
+		   int (*real)(int, int, ...), int *r)
+{
+	if (l->l_whence != SEEK_SET) {
+		leave(h, fd, real); /* not SQLite's: made as asked, after */
+		return 0;
+	}
+	long long end = l->l_len == 0 ? (long long)(~0ULL >> 1) : l->l_start + l->l_len;
+	long long first = SQLITE_PENDING_BYTE, last = SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES;
+	if (end <= first || l->l_start >= last || cmd == F_GETLK)
+		return 0; /* other bytes, or a question: the kernel leaves out
+			     the process's own locks */
+	if (cmd == F_SETLK && l->l_type == F_UNLCK && l->l_start <= first && end >= last) {
+		/* the release of all, as asked: the span ends (locks.c) */
+		*r = real(fd, cmd, l);
+		if (*r == 0)
+			alex_held_apply(h, l);
+		return 2;
+	}
+	struct alex_held next = *h;
+	if (within(l) && cmd == F_SETLK &&
+	    (l->l_type == F_RDLCK || l->l_type == F_WRLCK || l->l_type == F_UNLCK))
+		alex_held_apply(&next, l);
+	else
+		next.unknown = 1;
+	if (next.unknown) { /* not one of SQLite's calls */
+		leave(h, fd, real);
+		return 0;
+	}
+	if (h->pending != WRITE && next.pending == WRITE) {
+		/* EXCLUSIVE's first step: the write lock over all again, which
+		 * also meets a lock lost unseen.  Refused: SQLite's own calls
+		 * from here, this one first -- its PENDING, if granted, keeps
+		 * others from EXCLUSIVE as it would have (answering the
+		 * refusal here held nothing, and another process's last close
+		 * removed the log under the open transaction: regress.sh
+		 * span-lock-lost) */
+		if (all(fd, F_WRLCK, real) != 0) {
+			leave(h, fd, real);
+			return 0;
+		}
+	} else if (!next.pending && !next.reserved && !next.shared) {
+		/* SQLite holds nothing (a failed SHARED gives PENDING back) */
+		all(fd, F_UNLCK, real);
+		next.span = 0;
+	}
+	*h = next;
+	*r = 0;
+	return 1;
+}
+
+int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
+		   int (*real)(int, int, ...), int *r)
+{
+	int how = -1;
+
+	busy(db);
+	if (first)
+		be_present(db);
+	if (db->held.span)
+		how = in_span(&db->held, fd, cmd, l, real, r);
+	else if (first && enter(db, fd, real, r))
+		how = 1;
+	idle(db);
+	return how;
+}
+
+void alex_span_leave(struct pdb *db)
+{
+	int fd = db->eng ? alex_db_fd(db->eng) : -1;
+
+	busy(db);
+	/* POSIX locks are the process's: any descriptor of the file sets them */
+	if (db->held.span && fd >= 0)
+		leave(&db->held, fd, REAL(fcntl));
+	idle(db);
+}
+
+void alex_span_end(struct pdb *db, int closed)
+{
+	busy(db);
+	if (db->held.span && closed)
+		db->held.unknown = 1;
+	db->held.span = 0;
+	idle(db);
+}
+
+int alex_span_lease(struct pdb *db)
+{
+	struct alex_held *h = &db->held;
+	int young = 0;
+
+	if (!__atomic_load_n(&h->span, __ATOMIC_RELAXED) || pthread_mutex_trylock(&db->span_mu))
+		return __atomic_load_n(&h->span, __ATOMIC_RELAXED); /* none, or next tick */
+	int fd = db->eng ? alex_db_fd(db->eng) : -1;
+	if (h->span && fd >= 0) {
+		if (db->span_seen != db->span_gen) {
+			db->span_seen = db->span_gen; /* begun since the last tick */
+			young = 1;
+		} else {
+			leave(h, fd, REAL(fcntl));
+			ALEX_COUNT(span_leases, 1);
+		}
+	}
+	idle(db);
+	return young;
+}
+
+void alex_span_forked(struct pdb *db)
+{
+	pthread_mutex_init(&db->span_mu, NULL); /* perhaps held by a thread not here */
+	db->held.span = 0;
+}

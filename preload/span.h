@@ -1,0 +1,37 @@
+/* span.h - SQLite's lock calls of a transaction under one lock (span.c). */
+#ifndef ALEX_PRELOAD_SPAN_H
+#define ALEX_PRELOAD_SPAN_H
+
+#include <fcntl.h>
+
+#include "state.h"
+
+/*
+ * SQLite's lock call (cmd, l) on db's file through fd, in a span or at its
+ * first call (first: a read lock on PENDING): -1 when the span lock has
+ * nothing to do with it (the caller goes on as without it), 0 when the
+ * caller makes the call as asked (then alex_locks_made), 1 when it was
+ * answered from the model, 2 when it was made here as asked (*r and errno
+ * as the kernel left them; the model follows).
+ */
+int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
+		   int (*real)(int, int, ...), int *r);
+/* The span lock given up: the kernel's locks set to what SQLite was told.
+ * Before SQLite's calls go past the model (WAL mode), which may be never:
+ * SQLite then holds SHARED for as long as it has the file open. */
+void alex_span_leave(struct pdb *db);
+/* The kernel dropped the process's locks (a close): the span is over; if
+ * it was entered after the model was last reset (closed: after the close),
+ * the model is in doubt. */
+void alex_span_end(struct pdb *db, int closed);
+/* The lease, at each of its thread's ticks: a span held under the write
+ * lock since the last tick gets the locks SQLite was told instead, so that
+ * a long transaction does not keep others out.  1 while a span is young. */
+int alex_span_lease(struct pdb *db);
+/* In a fork()ed child: nobody changes the span's state (the parent's
+ * threads are not here), and no span is held. */
+void alex_span_forked(struct pdb *db);
+/* Fork handler (init.c): the child has no lease thread. */
+void alex_span_atfork_child(void);
+
+#endif
