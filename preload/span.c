@@ -174,14 +174,15 @@ static void idle(struct pdb *db)
 	pthread_mutex_unlock(&db->span_mu);
 }
 
-/* ALEX's lock call on fd over all of SQLite's bytes; errno kept */
+/* ALEX's lock call on fd over all of SQLite's bytes: 0, or the error it
+ * met (errno kept) */
 static int all(int fd, short type, int (*real)(int, int, ...))
 {
 	struct flock l = { .l_type = type, .l_whence = SEEK_SET,
 			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
-	int saved = errno, r = alex_locks_own(fd, F_SETLK, &l, real);
+	int saved = errno, err = alex_locks_own(fd, F_SETLK, &l, real) ? errno : 0;
 	errno = saved;
-	return r;
+	return err;
 }
 
 /* A lock call on the presence byte, through the description of db's
@@ -212,8 +213,8 @@ static int still_ours(struct pdb *db)
 
 /* This process's presence lock, taken once (at its first transaction),
  * whatever the setting: others must see it even if it never takes the
- * span lock.  -1 when it could not be (a directory it may not read, a
- * file system without these locks). */
+ * span lock.  presence_fd -2 when it could not be (a directory it may not
+ * read, a file system without these locks). */
 static void be_present(struct pdb *db)
 {
 	struct flock l;
@@ -259,11 +260,14 @@ static int alone(struct pdb *db)
 	return db->span_alone;
 }
 
-/* SQLite's first call of a span: the span lock instead, if this process
- * may take it and gets it.  1 taken (the call answered). */
-static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
+/* May this process take the span lock at SQLite's first call of a span?
+ * Asked without span_mu: what it reads changes only with SQLite's own lock
+ * calls, which come one at a time, and with closes (after which the
+ * lock call fails or the model is in doubt); the lease acts only on a
+ * span already taken. */
+static int may_enter(struct pdb *db)
 {
-	struct alex_held *h = &db->held;
+	const struct alex_held *h = &db->held;
 
 	if (h->unknown || h->pending || h->reserved || h->shared || db->forked ||
 	    db->fork_shared || !alone(db))
@@ -272,15 +276,21 @@ static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
 		db->span_skip--;
 		return 0;
 	}
-	int saved = errno;
-	struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
-			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
-	if (alex_locks_own(fd, F_SETLK, &w, real) != 0) {
+	return 1;
+}
+
+/* The span lock instead of SQLite's first call, if it is granted: 1 taken
+ * (the call answered). */
+static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
+{
+	struct alex_held *h = &db->held;
+	int err = all(fd, F_WRLCK, real);
+
+	if (err) {
 		/* another process holds a lock: SQLite's own calls, and
 		 * theirs, for a while; a descriptor that cannot write-lock
 		 * (opened read-only), for good */
-		db->span_skip = errno == EAGAIN || errno == EACCES ? 16 : ~0u;
-		errno = saved;
+		db->span_skip = err == EAGAIN || err == EACCES ? 16 : ~0u;
 		ALEX_COUNT(span_refused, 1);
 		return 0;
 	}
@@ -342,7 +352,9 @@ static int in_span(struct alex_held *h, int fd, int cmd, struct flock *l,
 		return 0; /* other bytes, or a question: the kernel leaves out
 			     the process's own locks */
 	if (cmd == F_SETLK && l->l_type == F_UNLCK && l->l_start <= first && end >= last) {
-		/* the release of all, as asked: the span ends (locks.c) */
+		/* the release of all, as asked, and the span's end (locks.c),
+		 * both here under span_mu: a lease between them would take
+		 * the model's locks again after the release */
 		*r = real(fd, cmd, l);
 		if (*r == 0)
 			alex_held_apply(h, l);
@@ -383,14 +395,21 @@ static int in_span(struct alex_held *h, int fd, int cmd, struct flock *l,
 int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
 		   int (*real)(int, int, ...), int *r)
 {
-	int how = -1;
+	int how = -1, may = 0;
 
-	busy(db);
-	if (first)
+	/* no span_mu for a call that cannot begin a span: SQLite's calls
+	 * while other processes use the database take no lock of ALEX's */
+	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED)) {
+		if (!first)
+			return -1;
 		be_present(db);
+		if (!(may = may_enter(db)))
+			return -1;
+	}
+	busy(db);
 	if (db->held.span)
 		how = in_span(&db->held, fd, cmd, l, real, r);
-	else if (first && enter(db, fd, real, r))
+	else if (may && enter(db, fd, real, r))
 		how = 1;
 	idle(db);
 	return how;
