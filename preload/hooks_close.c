@@ -19,11 +19,13 @@
 #include "real.h"
 #include "record.h"
 #include "trace.h"
+#include "watch.h"
 
 int alex_close_hook(int fd)
 {
 	if (alex_fd_get(fd) && alex_vfork_child())
 		return REAL(close)(fd); /* the table is our parent's */
+	alex_watch_closing(fd);
 	struct ofd *o = alex_fd_take(fd);
 	ALEX_REC_UNWATCH(fd);
 	/* a close drops every POSIX lock the process holds on the file */
@@ -69,6 +71,7 @@ void alex_dup_track(int oldfd, int newfd)
 
 	if (alex_vfork_child())
 		return;
+	alex_watch_closing(newfd);
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone && gone->role == ROLE_DB)
@@ -121,6 +124,7 @@ static struct ofd *forget_one(int fd, int tracing)
 {
 	if (tracing && alex_trace_fd(fd))
 		alex_trace_closed(fd);
+	alex_watch_closing(fd);
 	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
 	if (o && o->role == ROLE_DB)
 		alex_locks_gone(o->db);

@@ -20,6 +20,7 @@
 #include "serve.h"
 #include "temp.h"
 #include "trace.h"
+#include "watch.h"
 
 static void set_size(struct stat64 *st, struct pdb *db)
 {
@@ -43,8 +44,9 @@ static void fix_fd(int fd, struct stat64 *st)
 }
 
 /*
- * A stat by path.  A database path is found by the inode the real call
- * saw, and gets its logical size.  A journal's or a WAL's name is looked
+ * A stat by path.  A database's own name is answered as inotify allows
+ * (watch.c); any other database path is found by the inode the real call
+ * saw.  Either gets the logical size.  A journal's or a WAL's name is looked
  * up first: memory may know the answer (journal.c: alex_name_known), and
  * an in-memory journal exists though the kernel says ENOENT.
  */
@@ -66,6 +68,17 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	l->known = 0;
 	if (!alex_active() || !path)
 		return;
+	/* the database's own name: the kernel's answer as kept (watch.c) */
+	if (st && (l->db = alex_pdb_named(path))) {
+		l->role = ROLE_DB;
+		if (alex_watch_stat(l->db, st)) {
+			set_size(st, l->db);
+			l->known = 1;
+			l->rc = 0;
+		}
+		errno = saved;
+		return;
+	}
 	/* the lookup may stat the database's name (no database open under
 	 * it): its errno is not the caller's */
 	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
@@ -95,7 +108,7 @@ static int look_end(struct name_look *l, int rc, struct stat64 *st)
 		if (db)
 			set_size(st, db);
 		alex_pdb_put(db);
-	} else if (l->db && rc != 0 && saved == ENOENT) {
+	} else if (l->db && l->role != ROLE_DB && rc != 0 && saved == ENOENT) {
 		alex_name_absent(l->db, l->role, &l->before);
 		if (l->role == ROLE_JOURNAL && alex_journal_stat(l->db, st) == 0)
 			rc = 0;

@@ -20,6 +20,7 @@
 #include "serve.h"
 #include "stats.h"
 #include "trace.h"
+#include "watch.h"
 
 static int ready;
 static pid_t owner; /* the process whose tables these are */
@@ -50,6 +51,7 @@ __attribute__((constructor)) static void alex_init(void)
 	pthread_atfork(NULL, NULL, alex_dirsync_forked);
 	pthread_atfork(NULL, NULL, alex_flusher_forked);
 	pthread_atfork(NULL, NULL, alex_span_atfork_child);
+	alex_watch_atfork();
 	alex_pdb_atfork();
 	alex_mmap_atfork(); /* its prepare runs first: the table before the databases */
 	ready = 1;

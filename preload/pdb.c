@@ -207,6 +207,21 @@ enum alex_role alex_pdb_name(const char *path, struct pdb **out)
 	return role;
 }
 
+struct pdb *alex_pdb_named(const char *path)
+{
+	size_t len;
+
+	if (path[0] != '/' || !__atomic_load_n(&head, __ATOMIC_ACQUIRE) ||
+	    (len = strlen(path)) >= PATH_MAX)
+		return NULL;
+	struct pdb *p = take_named(path, len);
+	if (p && !p->path_matches) {
+		alex_pdb_put(p);
+		p = NULL;
+	}
+	return p;
+}
+
 enum alex_role alex_pdb_sidecar(int dirfd, const char *path, struct pdb **out)
 {
 	char dbpath[PATH_MAX], abs[PATH_MAX];

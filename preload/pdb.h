@@ -29,6 +29,9 @@ struct pdb *alex_pdb_find_name(const char *path);
  * answer for every name this finds.
  */
 enum alex_role alex_pdb_name(const char *path, struct pdb **db);
+/* The one database opened under exactly this canonical name (an
+ * ALEX_MATCH one), with a reference; NULL otherwise.  No system call. */
+struct pdb *alex_pdb_named(const char *path);
 /*
  * Any name: its role (alex_match's), and for a journal's or WAL's name the
  * open database it belongs to in *db (with a reference), or NULL.  The

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "alex.h"
@@ -64,6 +65,8 @@ struct pdb {
 	size_t path_len;
 	int path_matches;    /* path is an ALEX_MATCH name (not a symlink's
 				target of another name): alex_pdb_name */
+	struct stat64 name_st; /* the kernel's stat of path, kept at ... */
+	uint64_t name_gen;   /* ... this generation of the watch (watch.c) */
 	alex_db *eng;
 	alex_db *stg;        /* the staging engine over eng, or NULL (staging.h) */
 	int readonly;        /* this process may only read the file (another

@@ -924,5 +924,74 @@ subprocess.run([sys.argv[2], "checkpoint", db], env=plain, check=True, capture_o
 q = lambda s: subprocess.run(["sqlite3", db, s], env=plain, capture_output=True, text=True).stdout.strip()
 print(q("pragma integrity_check"), q("select count(*), sum(length(v)), sum(substr(v,1,1)=\x27R\x27) from t"))' "$B/alex"
 
+# A stat of the database by its name is answered from memory while
+# inotify sees no change (watch.c).  What another program does to the
+# name or the file must show as it does without ALEX: SQLite's write after
+# a rename, a removal, a directory above renamed, another file renamed
+# over it (SQLITE_READONLY_DBMOVED: "readonly"), and back; the mode, times
+# and links another program set; the watch's descriptor closed or dup2()ed
+# over by the program; a fork()ed child's stats.  The want is plain
+# SQLite's output of the same script.  A watch that never looked at its
+# queue answered all of it as first seen.
+scenario name-watch "readonly ok readonly readonly ok readonly 0o600 1000000000 2 ok ok readonly ok readonly readonly" '
+import os, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+def sh(*a): subprocess.run(list(a), env=plain, check=True)
+def ins(c):
+    try:
+        c.execute("insert into t values(1)"); return "ok"
+    except sqlite3.OperationalError as e:
+        return "readonly" if "readonly" in str(e) else str(e).replace(" ", "-")
+def fresh(name):
+    os.makedirs(d + "/" + name)
+    db = d + "/" + name + "/x.db"
+    c = sqlite3.connect(db, isolation_level=None)
+    c.execute("create table t(x)")
+    for i in range(5): ins(c)
+    return db, c
+def watch_fd():
+    for f in os.listdir("/proc/self/fd"):
+        try:
+            if "inotify" in os.readlink("/proc/self/fd/" + f): return int(f)
+        except OSError: pass
+    return -1
+out = []
+db, c = fresh("moved")                      # renamed away and back
+sh("mv", db, db + ".away"); out.append(ins(c))
+sh("mv", db + ".away", db); out.append(ins(c))
+db, c = fresh("removed")                    # deleted
+sh("rm", db); out.append(ins(c))
+db, c = fresh("dir")                        # a directory above renamed
+sh("mv", d + "/dir", d + "/dir2"); out.append(ins(c))
+sh("mv", d + "/dir2", d + "/dir"); out.append(ins(c))
+db, c = fresh("over")                       # another file renamed over it
+open(d + "/over/other", "w").close()
+sh("mv", d + "/over/other", db); out.append(ins(c))
+db, c = fresh("attr")                       # mode, times, links by others
+os.stat(db)
+sh("chmod", "600", db); out.append(oct(os.stat(db).st_mode & 0o777))
+os.stat(db); sh("touch", "-d", "@1000000000", db); out.append(str(int(os.stat(db).st_mtime)))
+sh("ln", db, db + ".link"); out.append(str(os.stat(db).st_nlink))
+out.append(ins(c))
+for how in ("close", "dup2"):               # our descriptor closed by the program
+    db, c = fresh("closed-" + how)
+    os.stat(db)
+    n = watch_fd()
+    if how == "close" and n >= 0: os.close(n)
+    elif n >= 0:
+        f = os.open(d + "/" + how, os.O_RDWR | os.O_CREAT); os.dup2(f, n); os.close(f)
+    out.append(ins(c))
+    sh("mv", db, db + ".away"); out.append(ins(c))
+db, c = fresh("fork")                       # a child that stats and leaves
+pid = os.fork()
+if pid == 0:
+    for i in range(3): os.stat(db)
+    os._exit(0)
+os.waitpid(pid, 0)
+sh("mv", db, db + ".away"); out.append(ins(c))
+print(" ".join(out))
+'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

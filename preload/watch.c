@@ -1,0 +1,221 @@
+/*
+ * watch.c - a stat of a database by its name, answered from memory.
+ *
+ * SQLite stats the database by name twice in every write transaction:
+ * has the file been moved or deleted (SQLITE_READONLY_DBMOVED), and which
+ * mode and owner the journal gets.  A stat by name walks the path; the two
+ * cost more than all of SQLite's lock calls under the span lock
+ * (docs/BENCHMARKS.md).
+ *
+ * inotify watches the database file (attributes and link count, writes,
+ * moves) and every directory above it (attributes, moves, removal), and
+ * the kernel queues an event before the call that causes it returns.  So
+ * an empty queue -- one FIONREAD, no path walk -- means that nothing stat
+ * shows has changed since the answer was kept, and the name still leads
+ * to the same file; except st_atime, which reads change and which is not
+ * watched (every read of the file would be an event).  Any event forgets
+ * every kept answer.  An answer is taken again with the watches set first
+ * and the stat after, so whatever changes after the stat is still queued.
+ *
+ * Not seen: a file system mounted over a directory of the path (no event);
+ * a child made by a raw clone system call, which shares the queue without
+ * our fork handlers and may read its events (libalex(7)).  The answer is
+ * kept only for the canonical name (no symbolic link on the way, pdb.c)
+ * and while it names the database's own inode.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hooks.h"
+#include "pdb.h"
+#include "real.h"
+#include "state.h"
+#include "stats.h"
+#include "watch.h"
+
+#define FILE_EVENTS (IN_ATTRIB | IN_MODIFY | IN_MOVE_SELF | IN_DELETE_SELF | IN_DONT_FOLLOW)
+#define DIR_EVENTS (IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* answers between checks that the descriptor is still the queue (a raw
+ * close by the program and the number's reuse would go unseen else) */
+#define CHECK_EVERY 256
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int wfd = -1;     /* the queue; -1 not made (yet, or again), -2 never (no inotify) */
+static int wfd_seen = -1; /* wfd, for alex_watch_closing's load without mu */
+static dev_t wdev;
+static ino_t wino;
+static uint64_t gen = 1; /* changes seen; an answer kept at an older one is stale */
+static unsigned answers;
+
+static void set_fd(int fd)
+{
+	wfd = fd;
+	__atomic_store_n(&wfd_seen, fd, __ATOMIC_RELEASE);
+}
+
+/* Under mu: the queue made, or -1. */
+static int make(void)
+{
+	struct stat64 st;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd < 0) {
+		/* EMFILE from the per-user instance limit, or no inotify: the
+		 * kernel answers every stat, as without ALEX */
+		set_fd(-2);
+		alex_msg(ALEX_MSG_DEBUG, "inotify: %s: stats by name made as asked", strerror(errno));
+		return -1;
+	}
+	if (REAL(fstat64)(fd, &st) != 0) {
+		REAL(close)(fd);
+		set_fd(-2);
+		return -1;
+	}
+	wdev = st.st_dev;
+	wino = st.st_ino;
+	set_fd(fd);
+	gen++;
+	return 0;
+}
+
+/* Under mu: the program closed our descriptor (or its number is another
+ * file's now).  Forgotten, not closed: it is not ours to close. */
+static void lost(void)
+{
+	set_fd(-1);
+	gen++;
+}
+
+static int still_ours(void)
+{
+	struct stat64 st;
+	return REAL(fstat64)(wfd, &st) == 0 && st.st_dev == wdev && st.st_ino == wino;
+}
+
+/* Under mu, wfd >= 0: reads whatever the queue holds.  0 when it was
+ * empty, 1 when it held events (every kept answer stale now), -1 lost. */
+static int drain(void)
+{
+	int n = 0;
+
+	if (ioctl(wfd, FIONREAD, &n) != 0) {
+		lost();
+		return -1;
+	}
+	if (n == 0 && ++answers % CHECK_EVERY)
+		return 0;
+	if (!still_ours()) {
+		lost();
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	/* events that keep coming (a checkpoint's writes) are left for the
+	 * next call: it sees them queued */
+	for (int i = 0; i < 16 && REAL(read)(wfd, buf, sizeof buf) > 0; i++)
+		;
+	gen++;
+	return 1;
+}
+
+/* Under mu: watches on every directory of path and on the file, before
+ * the stat that is kept.  path is canonical: absolute, no symbolic link. */
+static int arm(const char *path)
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof dir || path[0] != '/')
+		return -1;
+	if (inotify_add_watch(wfd, "/", DIR_EVENTS) < 0)
+		return -1;
+	for (size_t i = 1; i < len; i++) {
+		if (path[i] != '/')
+			continue;
+		memcpy(dir, path, i);
+		dir[i] = 0;
+		if (inotify_add_watch(wfd, dir, DIR_EVENTS) < 0)
+			return -1;
+	}
+	return inotify_add_watch(wfd, path, FILE_EVENTS) < 0 ? -1 : 0;
+}
+
+/* Under mu, the queue empty at gen: the kernel's answer now, kept if the
+ * name still leads to the database's inode. */
+static int take(struct pdb *db, struct stat64 *st)
+{
+	struct stat64 now;
+
+	if (arm(db->path) != 0 || REAL(stat64)(db->path, &now) != 0 || now.st_dev != db->dev ||
+	    now.st_ino != db->ino || !S_ISREG(now.st_mode))
+		return 0;
+	db->name_st = now;
+	db->name_gen = gen;
+	*st = now;
+	ALEX_COUNT(name_takes, 1);
+	return 1;
+}
+
+int alex_watch_stat(struct pdb *db, struct stat64 *st)
+{
+	int saved = errno, done = 0;
+
+	if (!alex_cfg.name_watch || alex_vfork_child())
+		return 0;
+	pthread_mutex_lock(&mu);
+	if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
+		if (db->name_gen == gen) {
+			*st = db->name_st;
+			done = 1;
+			ALEX_COUNT(name_answers, 1);
+		} else {
+			done = take(db, st);
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	errno = saved;
+	return done;
+}
+
+void alex_watch_closing(int fd)
+{
+	if (fd < 0 || fd != __atomic_load_n(&wfd_seen, __ATOMIC_ACQUIRE) || alex_vfork_child())
+		return;
+	pthread_mutex_lock(&mu);
+	if (fd == wfd)
+		lost();
+	pthread_mutex_unlock(&mu);
+}
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+/* The child's copy reads the parent's queue: closed, and the child makes
+ * its own when it asks. */
+static void after_fork_child(void)
+{
+	if (wfd >= 0)
+		REAL(close)(wfd);
+	if (wfd != -2)
+		lost();
+	pthread_mutex_unlock(&mu);
+}
+
+void alex_watch_atfork(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}

@@ -1,0 +1,23 @@
+/* watch.h - a stat of a database by its name, answered from memory while
+ * inotify has seen nothing that could change it (watch.c). */
+#ifndef ALEX_PRELOAD_WATCH_H
+#define ALEX_PRELOAD_WATCH_H
+
+#include <sys/stat.h>
+
+struct pdb;
+
+/* A stat of db by its canonical name: 1 with *st filled (the kernel's
+ * answer, as kept or taken now), 0 when the caller must ask the kernel.
+ * errno is left as it was. */
+int alex_watch_stat(struct pdb *db, struct stat64 *st);
+
+/* A close (or dup2 over) fd by the program: if it is the watch's
+ * descriptor, the watch forgets it.  A load and a compare otherwise. */
+void alex_watch_closing(int fd);
+
+/* pthread_atfork handlers: the child's copy of the descriptor shares the
+ * parent's queue and is not read (init.c). */
+void alex_watch_atfork(void);
+
+#endif
