@@ -446,6 +446,16 @@ uint64_t alex_serve_size(struct pdb *db)
 	return size;
 }
 
+int alex_serve_fenced(struct pdb *db)
+{
+	struct alex_fence f;
+
+	pthread_mutex_lock(&db->mu);
+	int on = db->eng && alex_fence_now(db->eng, &f);
+	pthread_mutex_unlock(&db->mu);
+	return on;
+}
+
 int alex_serve_truncate(struct pdb *db, int64_t size)
 {
 	if (size < 0) {

@@ -43,6 +43,9 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence);
 /* The logical size of the database file (what SQLite sees). */
 uint64_t alex_serve_size(struct pdb *db);
+/* Does the file carry the fence (the log holds this epoch's commits)?
+ * SQLite without ALEX then cannot read it (span.c: lingering). */
+int alex_serve_fenced(struct pdb *db);
 /* Cuts or extends the database file to size.  0 or -1. */
 int alex_serve_truncate(struct pdb *db, int64_t size);
 /* posix_fallocate on the database: grows it to end if it is smaller.

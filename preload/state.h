@@ -53,9 +53,10 @@ struct alex_held {
 	short pending, reserved, shared;
 	int unknown;
 	unsigned gen;
-	int span; /* in a span under the span lock: the kernel holds a write
-		     lock over all of SQLite's bytes, and the regions above
-		     are what SQLite was told (span.c) */
+	int span; /* 1: in a span under the span lock: the kernel holds a
+		     write lock over all of SQLite's bytes, and the regions
+		     above are what SQLite was told; 2: SQLite holds nothing
+		     and the write lock lingers (span.c) */
 };
 
 struct pdb {
@@ -114,6 +115,8 @@ struct pdb {
 				SQLite's lock calls, a close, the lease */
 	unsigned span_gen;   /* spans begun under the span lock ... */
 	unsigned span_seen;  /* ... and the one the lease saw last (span.c) */
+	uint64_t span_end_ns; /* when the last span ended (monotonic) ... */
+	int span_burst;      /* ... and this one began soon after: it lingers */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
 				lock bytes to merge (staging.c), +2 each time:

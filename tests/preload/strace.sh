@@ -4,7 +4,7 @@
 # strace: under ALEX_SYNC=full at most 5000 + 20 fsync+fdatasync calls (about
 # 20 000 without ALEX), and no page written to the database file before the
 # last commit (only the 100-byte placeholder that keeps plain SQLite out);
-# and, in ALEX_SYNC=normal, at most 10.5 system calls per insert (15.5
+# and, in ALEX_SYNC=normal, at most 9.5 system calls per insert (15.5
 # without the span lock) and fewer per point SELECT than without ALEX.
 set -u
 # skip REASON: this test cannot run here (exit 77: skipped, never passed;
@@ -56,11 +56,13 @@ else
 	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
 fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
-# sqlite3 shell): the difference of a 400- and a 200-insert run.  10.25:
-# SQLite's locks in 3 calls under the span lock (span.c: the lock, taken
-# again for EXCLUSIVE, and the release; the presence query and its fstat
-# at one span in 8), its fstat, 2 stats of the
-# database by name (has it moved; the journal's mode), getpid and geteuid,
+# sqlite3 shell): the difference of a 400- and a 200-insert run.  9.25:
+# SQLite's locks in 2 calls under the span lock (span.c: the lock, and
+# again for EXCLUSIVE; in a burst its release is answered and the lock
+# lingers to the next transaction; the presence query and its fstat at
+# one span in 8), its fstat, 2 questions to the inotify queue instead of
+# its stats of the database by name (has it moved; the journal's mode:
+# watch.c), getpid and geteuid,
 # ALEX's record pwrite and its check of the kept journal descriptor, and
 # the background syncs and log growth (0.08).  The stats of the journal and the WAL and the access
 # that looks for a journal on disk are answered from memory while the log
@@ -84,7 +86,7 @@ calls() { # N [VAR=VALUE]: total system calls of N inserts
 		-E LD_PRELOAD="$B/libalex.so" sqlite3 "$tmp/calls.db" <"$tmp/calls.sql" >/dev/null
 	calls_of "$tmp/calls.c"
 }
-for case in "1050 " "1550 ALEX_SPAN_LOCK=0"; do
+for case in "950 " "1550 ALEX_SPAN_LOCK=0"; do
 	limit=${case%% *} set=${case#* }
 	a=$(calls 200 "$set") b=$(calls 400 "$set")
 	per=$(( (b - a) * 100 / 200 ))
@@ -109,8 +111,8 @@ a=$(stats_by_name 200) b=$(stats_by_name 400)
 printf 'strace: stats of the database by name for 200 more inserts: %d (%d, %d)\n' $((b - a)) "$a" "$b"
 if [ $((b - a)) -le 10 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the database's name stat'ed in steady state"; fi
 
-# The same for a point SELECT, with 50 rows in the log (4.25: SQLite's
-# SHARED lock and its release in 2 calls under the span lock, 3 without,
+# The same for a point SELECT, with 50 rows in the log (3.25: SQLite's
+# SHARED lock and its release in 1 call under the span lock, 3 without,
 # its fstat, and the shell's write of the result; 9.0 without ALEX, where
 # SQLite also stats the journal and the WAL and preads the change counter,
 # which ALEX serves from memory, and takes SHARED in 4 calls).
@@ -129,6 +131,6 @@ a=$(selects 200 "") b=$(selects 400 "")
 plain=$(( (b - a) * 100 / 200 ))
 printf 'strace: system calls per point SELECT: %d.%02d under ALEX, %d.%02d without\n' \
 	$((sel / 100)) $((sel % 100)) $((plain / 100)) $((plain % 100))
-if [ "$sel" -lt "$plain" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT costs more system calls under ALEX"; fi
+if [ "$sel" -lt "$plain" ] && [ "$sel" -le 350 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT costs more than 3.5 system calls under ALEX, or more than without"; fi
 echo "strace: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
