@@ -9,6 +9,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/fsuid.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -31,6 +34,8 @@ int __fxstat64(int, int, struct stat64 *);
 int __fxstatat(int, int, const char *, struct stat *, int);
 int __fxstatat64(int, int, const char *, struct stat64 *, int);
 int fcntl64(int, int, ...);
+int capset(void *, void *);
+int pivot_root(const char *, const char *);
 
 #define ALEX_REAL_LIST(X)                                                                         \
 	X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)           \
@@ -44,7 +49,10 @@ int fcntl64(int, int, ...);
 	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(munmap) X(mremap) X(unlink)          \
 	X(unlinkat) X(rename)                                                                      \
 	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom) X(fchown) \
-	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)
+	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)         \
+	X(setuid) X(seteuid) X(setreuid) X(setresuid) X(setgid) X(setegid) X(setregid)           \
+	X(setresgid) X(setgroups) X(initgroups) X(setfsuid) X(setfsgid) X(capset) X(chroot)      \
+	X(pivot_root) X(setns) X(unshare)
 
 #define ALEX_REAL_DECL(name) extern __typeof__(name) *real_##name;
 ALEX_REAL_LIST(ALEX_REAL_DECL)

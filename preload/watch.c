@@ -17,9 +17,14 @@
  * every kept answer.  An answer is taken again with the watches set first
  * and the stat after, so whatever changes after the stat is still queued.
  *
+ * What the kernel answers also depends on the process: its credentials
+ * (search permission on the directories) and its root.  Their calls
+ * forget every kept answer too (hooks_cred.c).
+ *
  * Not seen: a file system mounted over a directory of the path (no event);
- * a child made by a raw clone system call, which shares the queue without
- * our fork handlers and may read its events (libalex(7)).  The answer is
+ * credentials or root changed by raw system calls; a child made by a raw
+ * clone system call or _Fork, which shares the queue without our fork
+ * handlers and may read its events (libalex(7)).  The answer is
  * kept only for the canonical name (no symbolic link on the way, pdb.c)
  * and while it names the database's own inode.
  */
@@ -50,7 +55,7 @@ static int wfd = -1;     /* the queue; -1 not made (yet, or again), -2 never (no
 static int wfd_seen = -1; /* wfd, for alex_watch_closing's load without mu */
 static dev_t wdev;
 static ino_t wino;
-static uint64_t gen = 1; /* changes seen; an answer kept at an older one is stale */
+static uint64_t gen = 1; /* (atomic) changes seen; an answer kept at an older one is stale */
 static unsigned answers;
 
 static void set_fd(int fd)
@@ -80,7 +85,7 @@ static int make(void)
 	wdev = st.st_dev;
 	wino = st.st_ino;
 	set_fd(fd);
-	gen++;
+	alex_watch_forget();
 	return 0;
 }
 
@@ -89,7 +94,12 @@ static int make(void)
 static void lost(void)
 {
 	set_fd(-1);
-	gen++;
+	alex_watch_forget();
+}
+
+void alex_watch_forget(void)
+{
+	__atomic_add_fetch(&gen, 1, __ATOMIC_SEQ_CST);
 }
 
 static int still_ours(void)
@@ -121,7 +131,7 @@ static int drain(void)
 	 * next call: it sees them queued */
 	for (int i = 0; i < 16 && REAL(read)(wfd, buf, sizeof buf) > 0; i++)
 		;
-	gen++;
+	alex_watch_forget();
 	return 1;
 }
 
@@ -147,17 +157,19 @@ static int arm(const char *path)
 	return inotify_add_watch(wfd, path, FILE_EVENTS) < 0 ? -1 : 0;
 }
 
-/* Under mu, the queue empty at gen: the kernel's answer now, kept if the
- * name still leads to the database's inode. */
-static int take(struct pdb *db, struct stat64 *st)
+/* Under mu, the queue empty at g: the kernel's answer now, kept if the
+ * name still leads to the database's inode -- itself, not through a
+ * symbolic link that took its place (then the answers with and without
+ * following it differ: review), by lstat, which follows the directories'. */
+static int take(struct pdb *db, struct stat64 *st, uint64_t g)
 {
 	struct stat64 now;
 
-	if (arm(db->path) != 0 || REAL(stat64)(db->path, &now) != 0 || now.st_dev != db->dev ||
+	if (arm(db->path) != 0 || REAL(lstat64)(db->path, &now) != 0 || now.st_dev != db->dev ||
 	    now.st_ino != db->ino || !S_ISREG(now.st_mode))
 		return 0;
 	db->name_st = now;
-	db->name_gen = gen;
+	db->name_gen = g;
 	*st = now;
 	ALEX_COUNT(name_takes, 1);
 	return 1;
@@ -171,12 +183,13 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 		return 0;
 	pthread_mutex_lock(&mu);
 	if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
-		if (db->name_gen == gen) {
+		uint64_t g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
+		if (db->name_gen == g) {
 			*st = db->name_st;
 			done = 1;
 			ALEX_COUNT(name_answers, 1);
 		} else {
-			done = take(db, st);
+			done = take(db, st, g);
 		}
 	}
 	pthread_mutex_unlock(&mu);

@@ -12,6 +12,10 @@ struct pdb;
  * errno is left as it was. */
 int alex_watch_stat(struct pdb *db, struct stat64 *st);
 
+/* Every kept answer forgotten: the process's credentials or root changed
+ * (hooks_cred.c).  No lock: a vfork()ed child may call it. */
+void alex_watch_forget(void);
+
 /* A close (or dup2 over) fd by the program: if it is the watch's
  * descriptor, the watch forgets it.  A load and a compare otherwise. */
 void alex_watch_closing(int fd);

@@ -1026,5 +1026,67 @@ sh("mv", db, db + ".away"); out.append(ins(c))
 print(" ".join(out))
 '
 
+# What a stat by name finds also depends on the process (review of
+# watch.c): a name made a symbolic link to the database (lstat must say
+# link: an answer was kept from a stat that followed it); and, as root, a
+# forked child that drops its privileges below a 0700 directory, or
+# chroots, must be refused as the kernel refuses it (hooks_cred.c) --
+# SQLite then says "readonly" (moved).  The want is plain SQLite's.
+if [ "$(id -u)" = 0 ]; then
+	watch_proc_want="True True PermissionError readonly FileNotFoundError readonly" watch_proc_arg=root
+else
+	watch_proc_want="True True" watch_proc_arg=
+fi
+scenario name-watch-process "$watch_proc_want" '
+import os, sqlite3, stat, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+def fresh(name):
+    os.makedirs(d + "/" + name, exist_ok=True)
+    db = d + "/" + name + "/x.db"
+    c = sqlite3.connect(db, isolation_level=None)
+    c.execute("create table t(x)")
+    for i in range(5): c.execute("insert into t values(?)", (i,))
+    return db, c
+def ins(c):
+    try:
+        c.execute("insert into t values(1)"); return "ok"
+    except sqlite3.OperationalError as e:
+        return "readonly" if "readonly" in str(e) else str(e).replace(" ", "-")
+def st(db):
+    try:
+        os.stat(db); return "stat-ok"
+    except OSError as e:
+        return type(e).__name__
+out = []
+db, c = fresh("link")                       # the name made a symbolic link to the file
+subprocess.run(["sh", "-c", "mv \"$1\" \"$1.real\" && ln -s x.db.real \"$1\"", "sh", db], env=plain, check=True)
+os.stat(db)
+out += [str(stat.S_ISLNK(os.lstat(db).st_mode)), str(os.path.islink(db))]
+def child(how):                             # a forked child changes itself
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        if how == "cred":
+            os.makedirs(d + "/priv"); os.chmod(d + "/priv", 0o700)
+            db, c = fresh("priv")
+            os.chmod(db, 0o666)
+            for i in range(3): ins(c)       # answers kept
+            os.setgid(65534); os.setgroups([]); os.setuid(65534)
+        else:
+            db, c = fresh("root")
+            os.chroot(d + "/root")
+        os.write(w, (st(db) + " " + ins(c)).encode())
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 200).decode()
+    os.waitpid(pid, 0)
+    return got
+if len(sys.argv) > 2 and sys.argv[2] == "root":
+    out += [child("cred"), child("chroot")]
+print(" ".join(out))
+' "$watch_proc_arg"
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
