@@ -35,6 +35,8 @@ int alex_close_hook(int fd)
 	 * the next transaction */
 	struct alex_kept *k = alex_ofd_kept(o);
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
+	if (!kept)
+		alex_kept_met(fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	/* a span lock taken by another thread since alex_locks_gone went
@@ -72,6 +74,7 @@ void alex_dup_track(int oldfd, int newfd)
 	if (alex_vfork_child())
 		return;
 	alex_watch_closing(newfd);
+	alex_kept_met(newfd);
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone && gone->role == ROLE_DB)
@@ -125,6 +128,7 @@ static struct ofd *forget_one(int fd, int tracing)
 	if (tracing && alex_trace_fd(fd))
 		alex_trace_closed(fd);
 	alex_watch_closing(fd);
+	alex_kept_met(fd);
 	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
 	if (o && o->role == ROLE_DB)
 		alex_locks_gone(o->db);

@@ -297,6 +297,7 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		int fd = pass(k, dirfd, path, flags, mode);
 		if (fd >= 0 && alex_fd_get(fd) && !alex_vfork_child())
 			forget_closed(fd);
+		alex_kept_met(fd); /* a kept number handed out again: closed unseen */
 		if (fd >= 0)
 			ALEX_REC_WATCH(fd, path);
 		return fd;
@@ -312,6 +313,8 @@ static int open_inner(enum open_kind k, int dirfd, const char *path, int flags, 
 		fd = open_db(k, dirfd, path, flags, mode);
 	if (fd >= 0)
 		errno = saved;
+	if (role != ROLE_JOURNAL)
+		alex_kept_met(fd);
 	return fd;
 }
 

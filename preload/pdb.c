@@ -291,10 +291,35 @@ int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
 	return k->fd >= 0 && REAL(fstat)(k->fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* numbers below this have a bit; a higher one met always counts */
+#define KEPT_BITS 65536
+static uint64_t kept_bits[KEPT_BITS / 64];
+unsigned alex_kept_epoch;
+
+void alex_kept_mark(int fd, int on)
+{
+	if (fd < 0 || fd >= KEPT_BITS)
+		return;
+	uint64_t bit = 1ULL << (fd & 63);
+	if (on)
+		__atomic_or_fetch(&kept_bits[fd >> 6], bit, __ATOMIC_RELEASE);
+	else
+		__atomic_and_fetch(&kept_bits[fd >> 6], ~bit, __ATOMIC_RELEASE);
+}
+
+void alex_kept_met(int fd)
+{
+	if (fd >= 0 && (fd >= KEPT_BITS ||
+			(__atomic_load_n(&kept_bits[fd >> 6], __ATOMIC_ACQUIRE) >> (fd & 63) & 1)))
+		__atomic_add_fetch(&alex_kept_epoch, 1, __ATOMIC_ACQ_REL);
+}
+
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
 {
-	if (alex_pdb_kept_ours(k, dev, ino))
+	if (alex_pdb_kept_ours(k, dev, ino)) {
+		alex_kept_mark(k->fd, 0);
 		REAL(close)(k->fd);
+	}
 	k->fd = -1;
 	k->held = 0;
 }

@@ -52,6 +52,16 @@ int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino);
 /* The pdb goes: k's descriptor is closed if it still is the file (dev,
  * ino) -- a program may have closed the number and the kernel reused it. */
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino);
+/*
+ * A kept descriptor's number, marked while it is ours (journal.c), so that
+ * the hooks see the program close it or the kernel hand it out again: a
+ * close, a dup2 over it, a sweep, a new descriptor of that number -- then
+ * alex_kept_epoch moves, and the next use checks it is still ours.  One
+ * load per call on the pass-through path.
+ */
+extern unsigned alex_kept_epoch;
+void alex_kept_mark(int fd, int on);
+void alex_kept_met(int fd);
 /* The descriptor o's file has kept, if any (the journal, the directory). */
 static inline struct alex_kept *alex_ofd_kept(const struct ofd *o)
 {

@@ -43,6 +43,8 @@ struct alex_jmem {
 	struct alex_kept kept; /* its descriptor */
 	dev_t fd_dev;        /* kept.fd's file, to know it is still ours */
 	ino_t fd_ino;
+	unsigned fd_epoch;   /* alex_kept_epoch when it was known ours ... */
+	unsigned fd_uses;    /* ... and hand-outs since it was checked */
 };
 
 /* locks.c's model of a process's locks on SQLite's lock bytes: each of
