@@ -15,7 +15,7 @@
  * hostile file cannot make the doctor run away. */
 #define DR_MAX_OBJS	512
 #define DR_MAX_OPTS	256
-#define DR_HOOK_MAX	96
+#define DR_HOOK_MAX	128
 
 /* The names libalex.so exports (preload/libalex.map), NULL-terminated. */
 extern const char *const dr_hooked[];
