@@ -214,6 +214,10 @@ struct pdb *alex_pdb_named(const char *path)
 	if (path[0] != '/' || !__atomic_load_n(&head, __ATOMIC_ACQUIRE) ||
 	    (len = strlen(path)) >= PATH_MAX)
 		return NULL;
+	/* a journal's or WAL's name, SQLite's every transaction: no lookup
+	 * here (alex_pdb_name's), no registry lock twice */
+	if (strip(path, len, "-journal", 8) || strip(path, len, "-wal", 4))
+		return NULL;
 	struct pdb *p = take_named(path, len);
 	if (p && !p->path_matches) {
 		alex_pdb_put(p);
