@@ -124,8 +124,14 @@ check() { # name script client: writes $tmp/result/name
 		[ -z "$why" ] && [ "$(cd "$b" && sqlite3 "$db" 'pragma integrity_check')" != ok ] && why="$db: integrity_check"
 	done
 	# with -q valgrind says nothing but errors and definite leaks: anything
-	# in a log fails the test, even if the exit status hid it
-	[ -z "$why" ] && [ -n "$(cat "$logs"/* 2>/dev/null)" ] && why="valgrind reported something"
+	# in a log fails the test, even if the exit status hid it -- but for
+	# its own lack of cachestat (syscall 451, Linux 6.5; valgrind 3.19
+	# warns and fails it with ENOSYS, and the checkpoint writes through the
+	# page cache instead: core/io_many.c), which is not ours
+	[ -z "$why" ] && [ -n "$(cat "$logs"/* 2>/dev/null | grep -v -e 'unhandled amd64-linux syscall: 451$' \
+		-e 'You may be able to write your own handler\.$' -e 'README_MISSING_SYSCALL_OR_IOCTL\.$' \
+		-e 'Nevertheless we consider this a bug\.  Please report$' \
+		-e 'it at http://valgrind.org/support/bug_reports.html\.$')" ] && why="valgrind reported something"
 	if [ -z "$why" ]; then
 		echo PASS >"$tmp/result/$name"
 	else
