@@ -21,11 +21,19 @@
 #include "trace.h"
 #include "watch.h"
 
+/* A descriptor number the program lets go (a close, a dup2 over it, a
+ * sweep): the watch's queue (watch.c) and a kept descriptor (journal.c)
+ * must not be trusted under it. */
+static void number_gone(int fd)
+{
+	alex_watch_closing(fd);
+	alex_kept_met(fd);
+}
+
 int alex_close_hook(int fd)
 {
 	if (alex_fd_get(fd) && alex_vfork_child())
 		return REAL(close)(fd); /* the table is our parent's */
-	alex_watch_closing(fd);
 	struct ofd *o = alex_fd_take(fd);
 	ALEX_REC_UNWATCH(fd);
 	/* a close drops every POSIX lock the process holds on the file */
@@ -36,7 +44,7 @@ int alex_close_hook(int fd)
 	struct alex_kept *k = alex_ofd_kept(o);
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	if (!kept)
-		alex_kept_met(fd);
+		number_gone(fd);
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	/* a span lock taken by another thread since alex_locks_gone went
@@ -73,8 +81,7 @@ void alex_dup_track(int oldfd, int newfd)
 
 	if (alex_vfork_child())
 		return;
-	alex_watch_closing(newfd);
-	alex_kept_met(newfd);
+	number_gone(newfd);
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone && gone->role == ROLE_DB)
@@ -127,8 +134,7 @@ static struct ofd *forget_one(int fd, int tracing)
 {
 	if (tracing && alex_trace_fd(fd))
 		alex_trace_closed(fd);
-	alex_watch_closing(fd);
-	alex_kept_met(fd);
+	number_gone(fd);
 	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
 	if (o && o->role == ROLE_DB)
 		alex_locks_gone(o->db);

@@ -68,21 +68,18 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	l->known = 0;
 	if (!alex_active() || !path)
 		return;
-	/* the database's own name: the kernel's answer as kept (watch.c) */
-	if (st && (l->db = alex_pdb_named(path))) {
-		l->role = ROLE_DB;
+	/* the lookup may stat the database's name (no database open under
+	 * it): its errno is not the caller's */
+	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
+	/* a database's own name (alex_match's: any other name takes no
+	 * registry lock): the kernel's answer as kept (watch.c) */
+	if (l->role == ROLE_DB && st && (l->db = alex_pdb_named(path))) {
 		if (alex_watch_stat(l->db, st)) {
 			set_size(st, l->db);
 			l->known = 1;
 			l->rc = 0;
 		}
-		errno = saved;
-		return;
-	}
-	/* the lookup may stat the database's name (no database open under
-	 * it): its errno is not the caller's */
-	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
-	if (l->db && st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
+	} else if (l->db && st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
 		l->known = 1;
 		l->rc = exists ? 0 : -1;
 	}

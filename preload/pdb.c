@@ -40,9 +40,7 @@ static void release(struct pdb *p)
 {
 	/* the presence lock's directory (span.c), unless a program's sweep
 	 * of descriptors closed it and the number is now another file */
-	struct stat st;
-	if (p->presence_fd >= 0 && REAL(fstat)(p->presence_fd, &st) == 0 &&
-	    st.st_dev == p->dir_dev && st.st_ino == p->dir_ino)
+	if (alex_fd_is(p->presence_fd, p->dir_dev, p->dir_ino))
 		REAL(close)(p->presence_fd);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->synced);
@@ -214,10 +212,6 @@ struct pdb *alex_pdb_named(const char *path)
 	if (path[0] != '/' || !__atomic_load_n(&head, __ATOMIC_ACQUIRE) ||
 	    (len = strlen(path)) >= PATH_MAX)
 		return NULL;
-	/* a journal's or WAL's name, SQLite's every transaction: no lookup
-	 * here (alex_pdb_name's), no registry lock twice */
-	if (strip(path, len, "-journal", 8) || strip(path, len, "-wal", 4))
-		return NULL;
 	struct pdb *p = take_named(path, len);
 	if (p && !p->path_matches) {
 		alex_pdb_put(p);
@@ -288,11 +282,16 @@ int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd)
 	return kept;
 }
 
-int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
+int alex_fd_is(int fd, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
-	return k->fd >= 0 && REAL(fstat)(k->fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	return fd >= 0 && REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
+{
+	return alex_fd_is(k->fd, dev, ino);
 }
 
 /* numbers below this have a bit; a higher one met always counts */

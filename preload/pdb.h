@@ -46,6 +46,10 @@ void alex_pdb_put(struct pdb *db);
  * is k's (it stays open; the caller must not close it), 0 when fd is to
  * be closed. */
 int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd);
+/* Is fd (>= 0) still the file (dev, ino)?  One fstat: a program's sweep
+ * of descriptors may have closed a number of ALEX's own and the kernel
+ * handed it to another file. */
+int alex_fd_is(int fd, dev_t dev, ino_t ino);
 /* Is k's descriptor still the file (dev, ino)?  A program may have closed
  * the number (closefrom) and the kernel reused it. */
 int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino);

@@ -221,10 +221,7 @@ static int presence(struct pdb *db, int cmd, struct flock *l, short type)
  * ALEX's back, and the number may be another file now (review). */
 static int still_ours(struct pdb *db)
 {
-	struct stat st;
-
-	if (db->presence_fd >= 0 && REAL(fstat)(db->presence_fd, &st) == 0 &&
-	    st.st_dev == db->dir_dev && st.st_ino == db->dir_ino)
+	if (alex_fd_is(db->presence_fd, db->dir_dev, db->dir_ino))
 		return 1;
 	db->presence_fd = -2; /* gone: unseen and unseeing from here */
 	return 0;

@@ -102,12 +102,6 @@ void alex_watch_forget(void)
 	__atomic_add_fetch(&gen, 1, __ATOMIC_SEQ_CST);
 }
 
-static int still_ours(void)
-{
-	struct stat64 st;
-	return REAL(fstat64)(wfd, &st) == 0 && st.st_dev == wdev && st.st_ino == wino;
-}
-
 /* Under mu, wfd >= 0: reads whatever the queue holds.  0 when it was
  * empty, 1 when it held events (every kept answer stale now), -1 lost. */
 static int drain(void)
@@ -120,7 +114,7 @@ static int drain(void)
 	}
 	if (n == 0 && ++answers % CHECK_EVERY)
 		return 0;
-	if (!still_ours()) {
+	if (!alex_fd_is(wfd, wdev, wino)) {
 		lost();
 		return -1;
 	}

@@ -970,8 +970,10 @@ print(during, after, single, c.execute("select count(*) from t").fetchone()[0])
 # over by the program; a fork()ed child's stats.  The want is plain
 # SQLite's output of the same script.  A watch that never looked at its
 # queue answered all of it as first seen.
-scenario name-watch "readonly ok readonly readonly ok readonly 0o600 1000000000 2 ok ok readonly ok readonly readonly" '
-import os, sqlite3, subprocess, sys
+# the two scripts' helpers: another program's command (sh), an insert
+# ("ok", or "readonly" where SQLite says the file moved), a fresh database
+watch_lib='
+import os, sqlite3, stat, subprocess, sys
 d = sys.argv[1]
 plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 def sh(*a): subprocess.run(list(a), env=plain, check=True)
@@ -981,12 +983,14 @@ def ins(c):
     except sqlite3.OperationalError as e:
         return "readonly" if "readonly" in str(e) else str(e).replace(" ", "-")
 def fresh(name):
-    os.makedirs(d + "/" + name)
+    os.makedirs(d + "/" + name, exist_ok=True)
     db = d + "/" + name + "/x.db"
     c = sqlite3.connect(db, isolation_level=None)
     c.execute("create table t(x)")
     for i in range(5): ins(c)
     return db, c
+'
+scenario name-watch "readonly ok readonly readonly ok readonly 0o600 1000000000 2 ok ok readonly ok readonly readonly" "$watch_lib"'
 def watch_fd():
     for f in os.listdir("/proc/self/fd"):
         try:
@@ -1041,22 +1045,7 @@ if [ "$(id -u)" = 0 ]; then
 else
 	watch_proc_want="True True" watch_proc_arg=
 fi
-scenario name-watch-process "$watch_proc_want" '
-import os, sqlite3, stat, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-def fresh(name):
-    os.makedirs(d + "/" + name, exist_ok=True)
-    db = d + "/" + name + "/x.db"
-    c = sqlite3.connect(db, isolation_level=None)
-    c.execute("create table t(x)")
-    for i in range(5): c.execute("insert into t values(?)", (i,))
-    return db, c
-def ins(c):
-    try:
-        c.execute("insert into t values(1)"); return "ok"
-    except sqlite3.OperationalError as e:
-        return "readonly" if "readonly" in str(e) else str(e).replace(" ", "-")
+scenario name-watch-process "$watch_proc_want" "$watch_lib"'
 def st(db):
     try:
         os.stat(db); return "stat-ok"
