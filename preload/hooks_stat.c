@@ -141,37 +141,45 @@ static int empty_path(const char *path, int flags)
 		return l.known ? r : look_end(&l, r, (st64));                                     \
 	} while (0)
 #define STAT_CALL(st64, call) STAT_NAME(AT_FDCWD, st64, call)
-/* the fstatat family: on dirfd itself (AT_EMPTY_PATH), or by name */
-#define STATAT_CALL(st64, call)                                                                   \
-	do {                                                                                      \
-		if (empty_path(path, flags)) {                                                    \
-			int r = ALEX_TRACED_IO(dirfd, ALEX_TK_FSTAT, 0, 0, NULL, 0, call);        \
-			if (r == 0)                                                               \
-				fix_fd(dirfd, (st64));                                            \
-			return r;                                                                 \
-		}                                                                                 \
-		STAT_NAME(dirfd, st64, call);                                                     \
-	} while (0)
-
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "64-bit stat layout expected");
 #define S64(p) ((struct stat64 *)(void *)(p))
 
 /*
  * The fstat family: an in-memory journal's descriptor is answered without
- * the kernel (journal.c), a database's gets its logical size.  One look at
- * the fd table; the real call is the one of the caller's name.
+ * the kernel (journal.c), a database's as its name is (watch.c: the same
+ * inode, the same attributes) and with its logical size.  One look at the
+ * fd table; the real call is the one of the caller's name.
  */
+static int fstat_known(struct ofd *o, struct stat64 *st)
+{
+	if (o->role == ROLE_JOURNAL) {
+		alex_journal_fstat(o->db, st);
+		return 1;
+	}
+	return o->role == ROLE_DB && o->db->path_matches && alex_watch_stat(o->db, st);
+}
+
 #define FSTAT(st64, call)                                                                         \
 	do {                                                                                      \
 		struct ofd *o = alex_fd_get(fd);                                                  \
-		int mem = o && o->role == ROLE_JOURNAL;                                           \
+		int mem = o && fstat_known(o, (st64));                                            \
 		int r = ALEX_TRACED_IO(fd, ALEX_TK_FSTAT, 0, 0, NULL, mem ? ALEX_TF_SERVED : 0,   \
-				       mem ? (alex_journal_fstat(o->db, st64), 0) : (call));     \
+				       mem ? 0 : (call));                                         \
 		if (r == 0 && o && o->role == ROLE_DB)                                           \
 			set_size(st64, o->db);                                                    \
 		if (r == 0 && o && o->role == ROLE_TEMP)                                         \
 			alex_temp_fstat(o, st64);                                                 \
 		return r;                                                                         \
+	} while (0)
+
+/* the fstatat family: on dirfd itself (AT_EMPTY_PATH), or by name */
+#define STATAT_CALL(st64, call)                                                                   \
+	do {                                                                                      \
+		if (empty_path(path, flags)) {                                                    \
+			int fd = dirfd;                                                           \
+			FSTAT(st64, call);                                                        \
+		}                                                                                 \
+		STAT_NAME(dirfd, st64, call);                                                     \
 	} while (0)
 
 /* SQLite run as root gives each new journal the database's owner and

@@ -524,6 +524,19 @@ int alex_span_lease(struct pdb *db)
 	return young;
 }
 
+unsigned alex_span_current(struct pdb *db)
+{
+	unsigned span = 0;
+
+	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED))
+		return 0; /* no span_mu while other processes use the file */
+	busy(db);
+	if (db->held.span == SPAN_HELD)
+		span = db->span_gen;
+	idle(db);
+	return span;
+}
+
 void alex_span_forked(struct pdb *db)
 {
 	pthread_mutex_init(&db->span_mu, NULL); /* perhaps held by a thread not here */

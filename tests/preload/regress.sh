@@ -1034,6 +1034,27 @@ sh("mv", db, db + ".away"); out.append(ins(c))
 print(" ".join(out))
 '
 
+# fstat of a descriptor of the database is answered as its name is (the
+# same inode: watch.c): what another program does to the file shows as it
+# does without ALEX -- the mode, the times, the links, and the size after
+# a write of its own (the logical size under ALEX).  The want is plain
+# SQLite's output.  Answers kept forever fail the mode first.
+scenario name-watch-fstat "0o644 0o600 1000000000 2 True ok 0o640" "$watch_lib"'
+db, c = fresh("fstat")
+os.chmod(db, 0o644)
+f = os.open(db, os.O_RDONLY)
+out = [oct(os.fstat(f).st_mode & 0o777)]
+ins(c)
+sh("chmod", "600", db); out.append(oct(os.fstat(f).st_mode & 0o777))
+sh("touch", "-d", "@1000000000", db); out.append(str(int(os.fstat(f).st_mtime)))
+sh("ln", db, db + ".link"); out.append(str(os.fstat(f).st_nlink))
+c.execute("insert into t values(zeroblob(100000))")
+out.append(str(os.fstat(f).st_size == c.execute("pragma page_count").fetchone()[0] * c.execute("pragma page_size").fetchone()[0]))
+out.append(ins(c))
+sh("chmod", "640", db); out.append(oct(os.fstat(f).st_mode & 0o777))
+print(" ".join(out))
+'
+
 # What a stat by name finds also depends on the process (review of
 # watch.c): a name made a symbolic link to the database (lstat must say
 # link: an answer was kept from a stat that followed it); and, as root, a
