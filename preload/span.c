@@ -312,9 +312,10 @@ static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
 	}
 	ALEX_COUNT(span_locks, 1);
 	db->span_burst = alex_now_ns() - db->span_end_ns < BURST_US * 1000u;
-	h->span = SPAN_HELD;
+	/* the new number before the state: alex_span_current */
+	__atomic_add_fetch(&db->span_gen, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->span, SPAN_HELD, __ATOMIC_RELEASE);
 	h->pending = READ;
-	db->span_gen++;
 	lease_kick();
 	*r = 0;
 	return 1;
@@ -524,17 +525,15 @@ int alex_span_lease(struct pdb *db)
 	return young;
 }
 
+/* Without span_mu: a span's number is raised before it is held (enter),
+ * so a state read between two equal numbers is that span's -- or an
+ * older state of it, which only ever says less (0). */
 unsigned alex_span_current(struct pdb *db)
 {
-	unsigned span = 0;
+	unsigned g = __atomic_load_n(&db->span_gen, __ATOMIC_ACQUIRE);
+	int span = __atomic_load_n(&db->held.span, __ATOMIC_ACQUIRE);
 
-	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED))
-		return 0; /* no span_mu while other processes use the file */
-	busy(db);
-	if (db->held.span == SPAN_HELD)
-		span = db->span_gen;
-	idle(db);
-	return span;
+	return span == SPAN_HELD && __atomic_load_n(&db->span_gen, __ATOMIC_ACQUIRE) == g ? g : 0;
 }
 
 void alex_span_forked(struct pdb *db)
