@@ -320,10 +320,9 @@ static void engine_settings(struct alex_config *e)
 	if (!number("ALEX_SPAN_LOCK", 0, 1, &x))
 		alex_cfg.span_lock = (int)x;
 	/* a stat of a database by its name answered from memory while
-	 * inotify has seen no change (watch.c): on unless turned off; 2
-	 * looks at the queue at every question, not once per span */
+	 * inotify has seen no change (watch.c): on unless turned off */
 	x = 1;
-	if (!number("ALEX_NAME_WATCH", 0, 2, &x))
+	if (!number("ALEX_NAME_WATCH", 0, 1, &x))
 		alex_cfg.name_watch = (int)x;
 	/* the last close's wait for another process's read transaction
 	 * (serve.c: alex_serve_close_wait) */

@@ -33,9 +33,7 @@ struct alex_pconfig {
 	int span_lock; /* ALEX_SPAN_LOCK: a transaction's lock calls answered
 			  under one lock while the process is alone (locks.c) */
 	int name_watch; /* ALEX_NAME_WATCH: stats of a database by name
-			   answered while inotify sees no change, the queue
-			   looked at once per span (1) or at each (2):
-			   watch.c */
+			   answered while inotify sees no change (watch.c) */
 	unsigned close_wait_ms; /* ALEX_CLOSE_WAIT_MS (serve.c) */
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's

@@ -312,10 +312,9 @@ static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
 	}
 	ALEX_COUNT(span_locks, 1);
 	db->span_burst = alex_now_ns() - db->span_end_ns < BURST_US * 1000u;
-	/* the new number before the state: alex_span_current */
-	__atomic_add_fetch(&db->span_gen, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->span, SPAN_HELD, __ATOMIC_RELEASE);
+	h->span = SPAN_HELD;
 	h->pending = READ;
+	db->span_gen++;
 	lease_kick();
 	*r = 0;
 	return 1;
@@ -523,17 +522,6 @@ int alex_span_lease(struct pdb *db)
 	}
 	idle(db);
 	return young;
-}
-
-/* Without span_mu: a span's number is raised before it is held (enter),
- * so a state read between two equal numbers is that span's -- or an
- * older state of it, which only ever says less (0). */
-unsigned alex_span_current(struct pdb *db)
-{
-	unsigned g = __atomic_load_n(&db->span_gen, __ATOMIC_ACQUIRE);
-	int span = __atomic_load_n(&db->held.span, __ATOMIC_ACQUIRE);
-
-	return span == SPAN_HELD && __atomic_load_n(&db->span_gen, __ATOMIC_ACQUIRE) == g ? g : 0;
 }
 
 void alex_span_forked(struct pdb *db)

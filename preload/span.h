@@ -31,9 +31,6 @@ int alex_span_lease(struct pdb *db);
 /* In a fork()ed child: nobody changes the span's state (the parent's
  * threads are not here), and no span is held. */
 void alex_span_forked(struct pdb *db);
-/* The span db's lock calls are in (span_gen, never 0), or 0 outside one.
- * A span lasts at most two of the lease's ticks. */
-unsigned alex_span_current(struct pdb *db);
 /* Fork handler (init.c): the child has no lease thread. */
 void alex_span_atfork_child(void);
 

@@ -70,9 +70,6 @@ struct pdb {
 				target of another name): alex_pdb_name */
 	struct stat64 name_st; /* the kernel's stat of path, kept at ... */
 	uint64_t name_gen;   /* ... this generation of the watch (watch.c) */
-	unsigned name_span;  /* the span (span_gen) in which the watch's queue
-				was last found empty: its later questions
-				need not look again (watch.c) */
 	alex_db *eng;
 	alex_db *stg;        /* the staging engine over eng, or NULL (staging.h) */
 	int readonly;        /* this process may only read the file (another

@@ -21,11 +21,13 @@
  * (search permission on the directories) and its root.  Their calls
  * forget every kept answer too (hooks_cred.c).
  *
- * Under the span lock (span.c) the queue is looked at once per span: the
- * later questions of the same transaction -- SQLite's fstat of the file,
- * its two stats of the name -- are answered as of that look, which is at
- * most one span old (two of the lease's ticks, 2-4 ms).  Outside a span,
- * every answer looks.
+ * Every answer looks at the queue: the process's own rename, chmod or
+ * link, and another program's that it learnt of, come before the question
+ * that must see them (a look shared by a span's questions let SQLite
+ * commit into a file renamed away between a SELECT and an INSERT of one
+ * transaction, where it says SQLITE_READONLY_DBMOVED: review).  The
+ * fstat of a descriptor of the database is answered from the same kept
+ * stat: the same inode (hooks_stat.c).
  *
  * Not seen: a file system mounted over a directory of the path (no event);
  * credentials or root changed by raw system calls; a child made by a raw
@@ -46,7 +48,6 @@
 #include "hooks.h"
 #include "pdb.h"
 #include "real.h"
-#include "span.h"
 #include "state.h"
 #include "stats.h"
 #include "watch.h"
@@ -182,16 +183,9 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 
 	if (!alex_cfg.name_watch || alex_vfork_child())
 		return 0;
-	unsigned span = alex_cfg.name_watch == 1 ? alex_span_current(db) : 0;
 	pthread_mutex_lock(&mu);
-	uint64_t g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
-	if (span && db->name_span == span && db->name_gen == g && wfd >= 0) {
-		/* looked at in this span already */
-		*st = db->name_st;
-		done = 1;
-		ALEX_COUNT(name_answers, 1);
-	} else if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
-		g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
+	if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
+		uint64_t g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
 		if (db->name_gen == g) {
 			*st = db->name_st;
 			done = 1;
@@ -199,7 +193,6 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 		} else {
 			done = take(db, st, g);
 		}
-		db->name_span = done ? span : 0;
 	}
 	pthread_mutex_unlock(&mu);
 	errno = saved;

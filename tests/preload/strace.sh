@@ -4,7 +4,7 @@
 # strace: under ALEX_SYNC=full at most 5000 + 20 fsync+fdatasync calls (about
 # 20 000 without ALEX), and no page written to the database file before the
 # last commit (only the 100-byte placeholder that keeps plain SQLite out);
-# and, in ALEX_SYNC=normal, at most 6.5 system calls per insert (14.5
+# and, in ALEX_SYNC=normal, at most 8.5 system calls per insert (14.5
 # without the span lock) and fewer per point SELECT than without ALEX.
 set -u
 # skip REASON: this test cannot run here (exit 77: skipped, never passed;
@@ -56,14 +56,13 @@ else
 	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
 fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
-# sqlite3 shell): the difference of a 400- and a 200-insert run.  6.3:
+# sqlite3 shell): the difference of a 400- and a 200-insert run.  8.3:
 # SQLite's locks in 2 calls under the span lock (span.c: the lock, and
 # again for EXCLUSIVE; in a burst its release is answered and the lock
 # lingers to the next transaction; the presence query and its fstat at
-# one span in 8), one question to the inotify queue for SQLite's fstat of
-# the file and its two stats of the name (has it moved; the journal's
-# mode), which the span's later questions share (watch.c), getpid and
-# geteuid, ALEX's record pwrite, and the background syncs and log growth
+# one span in 8), a question to the inotify queue for each of SQLite's
+# fstat of the file and its two stats of the name (has it moved; the
+# journal's mode: watch.c), getpid and geteuid, ALEX's record pwrite, and the background syncs and log growth
 # (0.08); the kept journal descriptor's fstat only at one transaction in
 # 64 (or after the hooks met its number: journal.c).  The stats of the
 # journal and the WAL and the access that looks for a journal on disk are
@@ -73,8 +72,7 @@ fi
 # cause, come with the run's wall time, which a loaded machine stretches.
 # Without the span lock (ALEX_SPAN_LOCK=0) SQLite's locks take 8 calls (9
 # as SQLite makes them: locks.c asks about PENDING instead of read-locking
-# it for SHARED), and each of the three questions looks at the queue:
-# 14.0.  With ALEX_NAME_WATCH=2 each looks under the span lock too: 8.3.
+# it for SHARED): 14.0.
 # strace -c's total, less futex: the ticks of the span lock's lease thread
 # (span.c) come every 2 ms while spans are taken, with the run's wall time
 # (which strace stretches), not with its transactions.
@@ -89,7 +87,7 @@ calls() { # N [VAR=VALUE]: total system calls of N inserts
 		-E LD_PRELOAD="$B/libalex.so" sqlite3 "$tmp/calls.db" <"$tmp/calls.sql" >/dev/null
 	calls_of "$tmp/calls.c"
 }
-for case in "650 " "850 ALEX_NAME_WATCH=2" "1450 ALEX_SPAN_LOCK=0"; do
+for case in "850 " "1450 ALEX_SPAN_LOCK=0"; do
 	limit=${case%% *} set=${case#* }
 	a=$(calls 200 "$set") b=$(calls 400 "$set")
 	per=$(( (b - a) * 100 / 200 ))
