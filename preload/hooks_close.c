@@ -19,16 +19,6 @@
 #include "real.h"
 #include "record.h"
 #include "trace.h"
-#include "watch.h"
-
-/* A descriptor number the program lets go (a close, a dup2 over it, a
- * sweep): the watch's queue (watch.c) and a kept descriptor (journal.c)
- * must not be trusted under it. */
-static void number_gone(int fd)
-{
-	alex_watch_closing(fd);
-	alex_kept_met(fd);
-}
 
 int alex_close_hook(int fd)
 {
@@ -44,7 +34,7 @@ int alex_close_hook(int fd)
 	struct alex_kept *k = alex_ofd_kept(o);
 	int kept = k && alex_pdb_kept_back(o->db, k, fd);
 	if (!kept)
-		number_gone(fd);
+		alex_kept_met(fd); /* a number of ours let go? (pdb.h) */
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
 	/* a span lock taken by another thread since alex_locks_gone went
@@ -81,7 +71,7 @@ void alex_dup_track(int oldfd, int newfd)
 
 	if (alex_vfork_child())
 		return;
-	number_gone(newfd);
+	alex_kept_met(newfd);
 	struct ofd *gone = alex_fd_take(newfd), *o = alex_fd_get(oldfd);
 
 	if (gone && gone->role == ROLE_DB)
@@ -134,7 +124,7 @@ static struct ofd *forget_one(int fd, int tracing)
 {
 	if (tracing && alex_trace_fd(fd))
 		alex_trace_closed(fd);
-	number_gone(fd);
+	alex_kept_met(fd);
 	struct ofd *o = alex_fd_get(fd) ? alex_fd_take(fd) : NULL;
 	if (o && o->role == ROLE_DB)
 		alex_locks_gone(o->db);

@@ -91,17 +91,7 @@ static void give_back(struct alex_jmem *j)
  * may have a new file under that number now. */
 static int kept_ok(struct alex_jmem *j)
 {
-	unsigned e = __atomic_load_n(&alex_kept_epoch, __ATOMIC_ACQUIRE);
-
-	/* no close or new descriptor of its number through the hooks since
-	 * it was known ours: no fstat but at one hand-out in KEPT_CHECK (a
-	 * raw close, and the number reused by a call the hooks do not see) */
-	if (j->kept.fd >= 0 && j->fd_epoch == e && ++j->fd_uses % KEPT_CHECK)
-		return 1;
-	if (!alex_pdb_kept_ours(&j->kept, j->fd_dev, j->fd_ino))
-		return 0;
-	j->fd_epoch = e;
-	return 1;
+	return alex_kept_still(&j->fd_check, j->kept.fd, j->fd_dev, j->fd_ino, KEPT_CHECK);
 }
 
 /* A descriptor for SQLite: the kept one, or (when SQLite holds it already:
@@ -120,7 +110,7 @@ static int hand_out(struct alex_jmem *j, int flags)
 			errno = err;
 			return -1;
 		}
-		j->fd_epoch = __atomic_load_n(&alex_kept_epoch, __ATOMIC_ACQUIRE);
+		alex_kept_fresh(&j->fd_check);
 		alex_kept_mark(fd, 1);
 		j->kept.fd = fd;
 		j->fd_ino = st.st_ino;

@@ -289,10 +289,6 @@ int alex_fd_is(int fd, dev_t dev, ino_t ino)
 	return fd >= 0 && REAL(fstat)(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
-int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino)
-{
-	return alex_fd_is(k->fd, dev, ino);
-}
 
 /* numbers below this have a bit; a higher one met always counts */
 #define KEPT_BITS 65536
@@ -317,9 +313,26 @@ void alex_kept_met(int fd)
 		__atomic_add_fetch(&alex_kept_epoch, 1, __ATOMIC_ACQ_REL);
 }
 
+int alex_kept_still(struct alex_kept_check *c, int fd, dev_t dev, ino_t ino, unsigned every)
+{
+	unsigned e = __atomic_load_n(&alex_kept_epoch, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0 && c->epoch == e && ++c->uses % every)
+		return 1;
+	if (!alex_fd_is(fd, dev, ino))
+		return 0;
+	c->epoch = e;
+	return 1;
+}
+
+void alex_kept_fresh(struct alex_kept_check *c)
+{
+	c->epoch = __atomic_load_n(&alex_kept_epoch, __ATOMIC_ACQUIRE);
+}
+
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino)
 {
-	if (alex_pdb_kept_ours(k, dev, ino)) {
+	if (alex_fd_is(k->fd, dev, ino)) {
 		alex_kept_mark(k->fd, 0);
 		REAL(close)(k->fd);
 	}

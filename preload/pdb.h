@@ -50,22 +50,27 @@ int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd);
  * of descriptors may have closed a number of ALEX's own and the kernel
  * handed it to another file. */
 int alex_fd_is(int fd, dev_t dev, ino_t ino);
-/* Is k's descriptor still the file (dev, ino)?  A program may have closed
- * the number (closefrom) and the kernel reused it. */
-int alex_pdb_kept_ours(const struct alex_kept *k, dev_t dev, ino_t ino);
 /* The pdb goes: k's descriptor is closed if it still is the file (dev,
  * ino) -- a program may have closed the number and the kernel reused it. */
 void alex_pdb_kept_close(struct alex_kept *k, dev_t dev, ino_t ino);
 /*
- * A kept descriptor's number, marked while it is ours (journal.c), so that
- * the hooks see the program close it or the kernel hand it out again: a
- * close, a dup2 over it, a sweep, a new descriptor of that number -- then
- * alex_kept_epoch moves, and the next use checks it is still ours.  One
- * load per call on the pass-through path.
+ * A number of ALEX's own descriptors (the kept journal, the watch's
+ * queue), marked while it is ours, so that the hooks see the program close
+ * it or the kernel hand it out again: a close, a dup2 over it, a sweep, a
+ * new descriptor of that number -- then alex_kept_epoch moves, and the
+ * next use checks it is still ours.  One load per call on the
+ * pass-through path.
  */
 extern unsigned alex_kept_epoch;
 void alex_kept_mark(int fd, int on);
 void alex_kept_met(int fd);
+/* Is fd (marked) still the file (dev, ino)?  The fstat is made only when
+ * the hooks met a marked number since c's last check, or at one use in
+ * every (a raw close, and the number reused by a call the hooks do not
+ * see); -1 is never. */
+int alex_kept_still(struct alex_kept_check *c, int fd, dev_t dev, ino_t ino, unsigned every);
+/* c as checked now: fd was just made (before it is marked) */
+void alex_kept_fresh(struct alex_kept_check *c);
 /* The descriptor o's file has kept, if any (the journal, the directory). */
 static inline struct alex_kept *alex_ofd_kept(const struct ofd *o)
 {

@@ -33,6 +33,13 @@ struct alex_kept {
 	int held;            /* SQLite has it open now */
 };
 
+/* A descriptor of ALEX's own, checked by fstat only when the hooks met its
+ * number (pdb.h: alex_kept_still) */
+struct alex_kept_check {
+	unsigned epoch;      /* alex_kept_epoch when it was known ours ... */
+	unsigned uses;       /* ... and uses since */
+};
+
 /* A database's rollback journal, in memory (journal.c; under the pdb's mu). */
 struct alex_jmem {
 	int exists;          /* by name (atomic: alex_journal_find reads it
@@ -43,8 +50,7 @@ struct alex_jmem {
 	struct alex_kept kept; /* its descriptor */
 	dev_t fd_dev;        /* kept.fd's file, to know it is still ours */
 	ino_t fd_ino;
-	unsigned fd_epoch;   /* alex_kept_epoch when it was known ours ... */
-	unsigned fd_uses;    /* ... and hand-outs since it was checked */
+	struct alex_kept_check fd_check;
 };
 
 /* locks.c's model of a process's locks on SQLite's lock bytes: each of

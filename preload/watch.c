@@ -54,23 +54,17 @@
 
 #define FILE_EVENTS (IN_ATTRIB | IN_MODIFY | IN_MOVE_SELF | IN_DELETE_SELF | IN_DONT_FOLLOW)
 #define DIR_EVENTS (IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
-/* answers between checks that the descriptor is still the queue (a raw
- * close by the program and the number's reuse would go unseen else) */
+/* answers between checks that the descriptor is still the queue when the
+ * hooks saw nothing of its number (a raw close by the program and the
+ * number's reuse would go unseen else: pdb.h, alex_kept_still) */
 #define CHECK_EVERY 256
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int wfd = -1;     /* the queue; -1 not made (yet, or again), -2 never (no inotify) */
-static int wfd_seen = -1; /* wfd, for alex_watch_closing's load without mu */
 static dev_t wdev;
 static ino_t wino;
+static struct alex_kept_check wcheck;
 static uint64_t gen = 1; /* (atomic) changes seen; an answer kept at an older one is stale */
-static unsigned answers;
-
-static void set_fd(int fd)
-{
-	wfd = fd;
-	__atomic_store_n(&wfd_seen, fd, __ATOMIC_RELEASE);
-}
 
 /* Under mu: the queue made, or -1. */
 static int make(void)
@@ -81,27 +75,31 @@ static int make(void)
 	if (fd < 0) {
 		/* EMFILE from the per-user instance limit, or no inotify: the
 		 * kernel answers every stat, as without ALEX */
-		set_fd(-2);
+		wfd = -2;
 		alex_msg(ALEX_MSG_DEBUG, "inotify: %s: stats by name made as asked", strerror(errno));
 		return -1;
 	}
 	if (REAL(fstat64)(fd, &st) != 0) {
 		REAL(close)(fd);
-		set_fd(-2);
+		wfd = -2;
 		return -1;
 	}
 	wdev = st.st_dev;
 	wino = st.st_ino;
-	set_fd(fd);
+	alex_kept_fresh(&wcheck);
+	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
+	wfd = fd;
 	alex_watch_forget();
 	return 0;
 }
 
 /* Under mu: the program closed our descriptor (or its number is another
- * file's now).  Forgotten, not closed: it is not ours to close. */
+ * file's now).  Forgotten, not closed: it is not ours to close.  Its
+ * number stays marked: a kept journal's may be the same now, and a stale
+ * mark costs only a check. */
 static void lost(void)
 {
-	set_fd(-1);
+	wfd = -1;
 	alex_watch_forget();
 }
 
@@ -116,18 +114,19 @@ static int drain(void)
 {
 	int n = 0;
 
-	if (ioctl(wfd, FIONREAD, &n) != 0) {
-		lost();
-		return -1;
-	}
-	if (n == 0 && ++answers % CHECK_EVERY)
-		return 0;
-	if (!alex_fd_is(wfd, wdev, wino)) {
+	/* still the queue before the ioctl: after a close the hooks saw,
+	 * the number may be a file of the program's */
+	if (!alex_kept_still(&wcheck, wfd, wdev, wino, CHECK_EVERY) ||
+	    ioctl(wfd, FIONREAD, &n) != 0) {
 		lost();
 		return -1;
 	}
 	if (n == 0)
 		return 0;
+	if (!alex_fd_is(wfd, wdev, wino)) { /* before its events are read */
+		lost();
+		return -1;
+	}
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	/* events that keep coming (a checkpoint's writes) are left for the
 	 * next call: it sees them queued */
@@ -197,16 +196,6 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 	pthread_mutex_unlock(&mu);
 	errno = saved;
 	return done;
-}
-
-void alex_watch_closing(int fd)
-{
-	if (fd < 0 || fd != __atomic_load_n(&wfd_seen, __ATOMIC_ACQUIRE) || alex_vfork_child())
-		return;
-	pthread_mutex_lock(&mu);
-	if (fd == wfd)
-		lost();
-	pthread_mutex_unlock(&mu);
 }
 
 static void before_fork(void)

@@ -16,10 +16,6 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st);
  * (hooks_cred.c).  No lock: a vfork()ed child may call it. */
 void alex_watch_forget(void);
 
-/* A close (or dup2 over) fd by the program: if it is the watch's
- * descriptor, the watch forgets it.  A load and a compare otherwise. */
-void alex_watch_closing(int fd);
-
 /* pthread_atfork handlers: the child's copy of the descriptor shares the
  * parent's queue and is not read (init.c). */
 void alex_watch_atfork(void);
