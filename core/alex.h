@@ -160,7 +160,9 @@ int alex_write(alex_db *db, enum alex_file f, const void *buf, size_t len,
 	       uint64_t off);
 
 /* Reads up to len bytes at off of logical file f; *got is how many (short at
- * the end of the file). */
+ * the end of the file).  The view is the one of the last alex_refresh: a
+ * change a program without ALEX made since may not show before the next
+ * (the database file's header is kept from it until alex_base_hdr_forget). */
 int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len,
 	      uint64_t off, size_t *got);
 
@@ -191,6 +193,11 @@ int alex_commit(alex_db *db);
  * over and rolled back (durably); 0 leaves it undecided (alex_in_doubt).
  */
 int alex_refresh(alex_db *db, int locked);
+
+/* The caller's SHARED lock on the database ended: a program without ALEX
+ * may write the file now, so reads no longer use the header kept by the
+ * last catch-up; the next alex_refresh keeps it again. */
+void alex_base_hdr_forget(alex_db *db);
 
 /* 1 while the log holds committed pages the database file does not. */
 int alex_holds_pages(const alex_db *db);

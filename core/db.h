@@ -236,6 +236,18 @@ struct alex_db {
 	int nolog_seen;           /* the last catch-up looked for a log and found
 				     none, with the file's stamp then: */
 	uint64_t nolog_stamp;
+	int below_looked;         /* a staging engine's catch-up, right after
+				     below's own (merge.c): below's stamp is now */
+	/* The database file's header as the last probe read it, unmasked,
+	 * while no log was open (protect.c): SQLite's change-counter read and
+	 * the staging engine's probe through this engine are answered from it
+	 * (read.c), not with a pread each.  Only until something may write
+	 * the file -- a log made or opened, a mark -- or the caller's lock
+	 * ends (alex_base_hdr_forget): outside it another program may. */
+	struct alex_base_head {
+		int valid;
+		uint8_t img[ALEX_BASE_HDR];
+	} bh;
 	struct alex_stats st;
 };
 

@@ -265,6 +265,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		goto out;
 	direct_close(db);
 	db->log_fd = fd;
+	db->bh.valid = 0; /* its epoch may write the file (protect.c) */
 	db->log_pid = (int)getpid();
 	db->log_stub = 0; /* a stub it replaced is gone */
 	db->alloc_end = len;
@@ -397,6 +398,7 @@ int alex_log_open(struct alex_db *db)
 				   &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
+		db->bh.valid = 0;
 		db->log_pid = (int)getpid();
 		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
 		if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, mode, !db->cfg.exclusive)) ||

@@ -163,7 +163,12 @@ int alex_stage_catch_up(alex_db *a, alex_db *b, int locked)
 {
 	int err;
 
-	if ((err = alex_refresh(b, locked)) || (err = alex_refresh(a, locked)))
+	if ((err = alex_refresh(b, locked)))
+		return err;
+	a->below_looked = 1; /* refresh.c: below's state is current */
+	err = alex_refresh(a, locked);
+	a->below_looked = 0;
+	if (err)
 		return err;
 	if (!alex_txn_open(a))
 		b->above_holds = a->epoch_commits != 0;

@@ -83,6 +83,33 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 	return 0;
 }
 
+/* A slice of the database file's header, when the file holds it: with
+ * nothing newer in the log, read as the header alone -- from the probe's
+ * copy while that is good (db.h), else 100 bytes, not the block.  0: the
+ * caller reads the block. */
+static int base_head(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, uint8_t *dst,
+		     int *err)
+{
+	uint8_t h[ALEX_BASE_HDR];
+	size_t got = 0;
+
+	*err = 0;
+	if (f != ALEX_FILE_DB || blk != 0 || in + n > ALEX_BASE_HDR || db->base_fd[f] < 0 ||
+	    db->limit[f] < ALEX_BASE_HDR || alex_map_get(&db->pending, alex_key(f, 0)) ||
+	    alex_map_get(&db->map, alex_key(f, 0)))
+		return 0;
+	if (db->bh.valid && db->log_fd < 0) {
+		memcpy(dst, db->bh.img + in, n);
+		return 1;
+	}
+	if ((*err = db->io.ops->pread(db->io.ctx, db->base_fd[f], h, sizeof h, 0, &got)))
+		return 1;
+	memset(h + got, 0, sizeof h - got);
+	alex_protect_unmask(h, got);
+	memcpy(dst, h + in, n);
+	return 1;
+}
+
 int alex_block_copy(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, uint8_t *dst)
 {
 	uint8_t *tmp = db->scratch + ALEX_BLOCK;
@@ -101,6 +128,8 @@ int alex_block_copy(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, 
 		memcpy(dst, kept + in, n);
 		return 0;
 	}
+	if (base_head(db, f, blk, in, n, dst, &err))
+		return err;
 	if ((err = alex_block_load(db, f, blk, tmp)))
 		return err;
 	memcpy(dst, tmp + in, n);
@@ -168,6 +197,11 @@ int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off
 		err = read_once(db, f, buf, len, off, got);
 	}
 	return err;
+}
+
+void alex_base_hdr_forget(alex_db *db)
+{
+	db->bh.valid = 0;
 }
 
 int alex_size(alex_db *db, enum alex_file f, uint64_t *size)

@@ -8,6 +8,7 @@
 #include "ckpt.h"
 #include "dbg.h"
 #include "engine.h"
+#include "io_over.h"
 #include "log.h"
 #include "recover.h"
 #include "shm.h"
@@ -39,10 +40,19 @@ static int restart(alex_db *db, int may_abort)
  * a program without ALEX may have written them (the fence is down): their
  * sizes are read again.
  */
+/* below has no log, and the file is as it was when below last looked for
+ * one and found none: an SQLite header without a mark */
+static int quiet(const alex_db *below)
+{
+	return below->log_fd < 0 && below->base_markable && below->nolog_seen &&
+	       below->base_stamp == below->nolog_stamp;
+}
+
 static int reload_log(alex_db *db, int force, int may_abort)
 {
 	struct alex_loghdr h;
 	int changed, err;
+	alex_db *below = db->below_looked ? alex_io_over_below(db) : NULL;
 
 	/* No log here when this engine last looked, and the database file's
 	 * header and size are as they were then, an SQLite header without a
@@ -61,10 +71,19 @@ static int reload_log(alex_db *db, int force, int may_abort)
 		if (db->base_markable && db->nolog_seen && db->base_stamp == db->nolog_stamp)
 			return 0;
 	}
+	/* The same for a staging engine, looked at right after below (merge.c):
+	 * a process that staged a commit since this engine found no staging
+	 * log fenced below first (io_over.c: prepare), and the mark changed
+	 * the file below found quiet just now.  One made and still empty is
+	 * met when this engine makes its own (alex_log_begin_epoch: EEXIST). */
+	if (!force && below && db->log_fd < 0 && quiet(below) && db->nolog_seen &&
+	    db->nolog_stamp == below->base_stamp)
+		return 0;
+	int none = db->log_fd < 0;
 	if ((err = alex_log_changed(db, &changed)))
 		return err;
-	db->nolog_seen = probed && !changed;
-	db->nolog_stamp = db->base_stamp;
+	db->nolog_seen = (probed || (below && none && quiet(below))) && !changed;
+	db->nolog_stamp = below ? below->base_stamp : db->base_stamp;
 	if (changed && (err = alex_log_reopen(db)))
 		return err;
 	if (force || changed)

@@ -367,6 +367,8 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	pthread_mutex_lock(&db->mu);
 	if (writing)
 		alex_staging_route(db);
+	else if (!__atomic_load_n(&db->fresh, __ATOMIC_ACQUIRE))
+		alex_base_hdr_forget(db->eng); /* read with no lock of SQLite's */
 	alex_db *eng = alex_top(db);
 	uint64_t at = *pos;
 	if (how == ALEX_SERVE_APPEND) /* Linux: even pwrite appends */
