@@ -40,8 +40,10 @@ static void release(struct pdb *p)
 {
 	/* the presence lock's directory (span.c), unless a program's sweep
 	 * of descriptors closed it and the number is now another file */
-	if (alex_fd_is(p->presence_fd, p->dir_dev, p->dir_ino))
+	if (alex_fd_is(p->presence_fd, p->dir_dev, p->dir_ino)) {
+		alex_kept_mark(p->presence_fd, 0);
 		REAL(close)(p->presence_fd);
+	}
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->synced);
 	free(p->super);

@@ -243,17 +243,23 @@ static void be_present(struct pdb *db)
 	if (fd >= 0 && (!still_ours(db) || presence(db, F_OFD_SETLK, &l, F_RDLCK) != 0)) {
 		REAL(close)(fd); /* another directory by now, or no such locks */
 		db->presence_fd = -2;
+	} else if (fd >= 0) {
+		alex_kept_fresh(&db->presence_check);
+		alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
 	}
 	errno = saved;
 }
 
 /* Does another process with ALEX have db open?  In doubt (no presence
- * lock, the query failed), yes. */
+ * lock, the query failed), yes.  The descriptor is checked by fstat only
+ * when the hooks met its number, or at one query in 64 (pdb.h). */
 static int others(struct pdb *db)
 {
 	struct flock l;
 
-	return !still_ours(db) || presence(db, F_OFD_GETLK, &l, F_WRLCK) != 0 ||
+	if (!alex_kept_still(&db->presence_check, db->presence_fd, db->dir_dev, db->dir_ino, 64))
+		db->presence_fd = -2; /* gone: unseen and unseeing from here */
+	return db->presence_fd < 0 || presence(db, F_OFD_GETLK, &l, F_WRLCK) != 0 ||
 	       l.l_type != F_UNLCK;
 }
 

@@ -116,6 +116,7 @@ struct pdb {
 	int presence_fd;     /* the directory's descriptor that holds this
 				process's presence lock, -1 not yet, -2 none
 				could be had (span.c) */
+	struct alex_kept_check presence_check; /* ... still ours (pdb.h) */
 	int span_alone;      /* the last presence query found no other */
 	unsigned span_n;     /* spans since that query */
 	unsigned span_skip;  /* spans left without the span lock (refused) */

@@ -57,11 +57,12 @@ else
 	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
 fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
-# sqlite3 shell): the difference of a 400- and a 200-insert run.  8.3:
+# sqlite3 shell): the difference of a 400- and a 200-insert run.  8.17:
 # SQLite's locks in 2 calls under the span lock (span.c: the lock, and
 # again for EXCLUSIVE; in a burst its release is answered and the lock
-# lingers to the next transaction; the presence query and its fstat at
-# one span in 8), a question to the inotify queue for each of SQLite's
+# lingers to the next transaction; the presence query at one span in 8,
+# its descriptor fstat'ed only after the hooks met its number or at one
+# query in 64: pdb.h), a question to the inotify queue for each of SQLite's
 # fstat of the file and its two stats of the name (has it moved; the
 # journal's mode: watch.c), getpid and geteuid, ALEX's record pwrite, and the background syncs and log growth
 # (0.08); the kept journal descriptor's fstat only at one transaction in
@@ -113,7 +114,7 @@ a=$(stats_by_name 200) b=$(stats_by_name 400)
 printf 'strace: stats of the database by name for 200 more inserts: %d (%d, %d)\n' $((b - a)) "$a" "$b"
 if [ $((b - a)) -le 10 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the database's name stat'ed in steady state"; fi
 
-# The same for a point SELECT, with 50 rows in the log (3.25: SQLite's
+# The same for a point SELECT, with 50 rows in the log (3.14: SQLite's
 # SHARED lock and its release in 1 call under the span lock, 3 without,
 # the inotify queue's answer for its fstat, and the shell's write of the
 # result; 9.0 without ALEX, where
@@ -141,7 +142,7 @@ if [ "$sel" -lt "$plain" ] && [ "$sel" -le 350 ]; then pass=$((pass + 1)); else 
 # may write the file between transactions).  The catch-up at SHARED reads
 # the file's header and size (as SQLite does) and answers SQLite's read of
 # its change counter from that header; the staging engine above asks
-# nothing while the file is as it was (core/refresh.c, core/read.c).  8.26
+# nothing while the file is as it was (core/refresh.c, core/read.c).  8.14
 # against 9.01 without ALEX, with the shell's write of each result and the
 # presence query at one span in 8 (span.c); before, 11.26 (two preads of
 # page 1 and an faccessat of the staging log, every transaction).
