@@ -241,9 +241,14 @@ struct alex_db {
 	/* The database file's header as the last probe read it, unmasked,
 	 * while no log was open (protect.c): SQLite's change-counter read and
 	 * the staging engine's probe through this engine are answered from it
-	 * (read.c), not with a pread each.  Only until something may write
-	 * the file -- a log made or opened, a mark -- or the caller's lock
-	 * ends (alex_base_hdr_forget): outside it another program may. */
+	 * (read.c), not with a pread each.  Only until something of ours may
+	 * write the file -- a log made or opened, a mark -- or the caller's
+	 * lock ends (alex_base_hdr_forget, from the interposer's lock hooks):
+	 * outside it another program may.  Under it another process's mark
+	 * may still come (a spill's prepare under RESERVED writes bytes
+	 * 19..91), but a mark unmasks to the page it covers: kept unmasked,
+	 * the copy stays the file's content.  valid is atomic: the hooks drop
+	 * it without the engine's mutex. */
 	struct alex_base_head {
 		int valid;
 		uint8_t img[ALEX_BASE_HDR];

@@ -265,7 +265,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		goto out;
 	direct_close(db);
 	db->log_fd = fd;
-	db->bh.valid = 0; /* its epoch may write the file (protect.c) */
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED); /* its epoch may write the file */
 	db->log_pid = (int)getpid();
 	db->log_stub = 0; /* a stub it replaced is gone */
 	db->alloc_end = len;
@@ -398,7 +398,7 @@ int alex_log_open(struct alex_db *db)
 				   &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
-		db->bh.valid = 0;
+		__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 		db->log_pid = (int)getpid();
 		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
 		if ((err = lock_wait(db, fd, ALEX_LOCK_OPEN, mode, !db->cfg.exclusive)) ||
@@ -496,8 +496,10 @@ int alex_log_begin_epoch(struct alex_db *db, int sync, const uint8_t *base_hdr)
 	int err;
 
 	if (db->log_fd < 0 || db->log_stub) {
-		/* a stub (alex_log_open) is replaced; under SQLite's locks nobody
-		 * else can have made a real log there since we looked */
+		/* a stub (alex_log_open) is replaced.  Another process may have
+		 * made a real log since this engine last looked -- the catch-up
+		 * does not look while the file stays as it was (refresh.c), and
+		 * one made empty leaves it so: EEXIST, and theirs is adopted */
 		alex_log_drop(db);
 		if ((err = create_log(db, db->log_stub, base_hdr)) == EEXIST) {
 			/* another process made it first: the caller recovers

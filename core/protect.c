@@ -117,7 +117,7 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 	memset(&db->mark, 0, sizeof db->mark);
 	db->base_stamp = *size;
 	db->base_markable = 0;
-	db->bh.valid = 0;
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 	if (db->base_fd[ALEX_FILE_DB] < 0 || *size == 0)
 		return 0;
 	if ((err = db->io.ops->pread(db->io.ctx, db->base_fd[ALEX_FILE_DB], h, HDR, 0, &got)))
@@ -137,7 +137,7 @@ int alex_protect_probe(struct alex_db *db, uint64_t *size)
 	if (db->cfg.protect_base && db->log_fd < 0 && got == HDR) {
 		memcpy(db->bh.img, h, HDR);
 		alex_protect_unmask(db->bh.img, HDR);
-		db->bh.valid = 1;
+		__atomic_store_n(&db->bh.valid, 1, __ATOMIC_RELAXED);
 	}
 	if (db->mark.kind == ALEX_MARK_PLACEHOLDER || db->mark.kind == ALEX_MARK_TORN)
 		*size = 0; /* nothing of it is database content */
@@ -305,7 +305,7 @@ int alex_protect_mark(struct alex_db *db, int ride)
 	size_t got = 0;
 	uint64_t phys;
 
-	db->bh.valid = 0;
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 	if (!db->cfg.protect_base || fd < 0)
 		return 0;
 	if ((err = o->size(db->io.ctx, fd, &phys)))
@@ -357,7 +357,7 @@ int alex_protect_clear(struct alex_db *db, const uint8_t *blk0, uint64_t size)
 	const struct alex_io_ops *o = db->io.ops;
 	int fd = db->base_fd[ALEX_FILE_DB], err = 0;
 
-	db->bh.valid = 0;
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 	if (fd < 0 || db->mark.kind == ALEX_MARK_NONE)
 		return 0;
 	/* Byte 19 last: until it is written the page still reads as marked,

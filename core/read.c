@@ -98,7 +98,7 @@ static int base_head(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n,
 	    db->limit[f] < ALEX_BASE_HDR || alex_map_get(&db->pending, alex_key(f, 0)) ||
 	    alex_map_get(&db->map, alex_key(f, 0)))
 		return 0;
-	if (db->bh.valid && db->log_fd < 0) {
+	if (__atomic_load_n(&db->bh.valid, __ATOMIC_RELAXED) && db->log_fd < 0) {
 		memcpy(dst, db->bh.img + in, n);
 		return 1;
 	}
@@ -199,9 +199,11 @@ int alex_read(alex_db *db, enum alex_file f, void *buf, size_t len, uint64_t off
 	return err;
 }
 
+/* From the interposer's lock hooks, which may not hold the caller's lock
+ * on db (a read under it overlaps the release: either answer is right). */
 void alex_base_hdr_forget(alex_db *db)
 {
-	db->bh.valid = 0;
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 }
 
 int alex_size(alex_db *db, enum alex_file f, uint64_t *size)

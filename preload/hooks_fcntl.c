@@ -171,7 +171,7 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 		return -1; /* SQLite: an I/O error taking RESERVED; nothing written yet */
 	}
 	if (r == 0 && (means & RELEASES_SHARED))
-		__atomic_store_n(&o->db->fresh, 0, __ATOMIC_RELEASE);
+		alex_serve_unfresh(o->db);
 	if (r == 0 && (means & TAKES_SHARED) && !__atomic_load_n(&o->db->fresh, __ATOMIC_ACQUIRE)) {
 		int saved = errno;
 		if (refresh(o, fd, cmd, arg, real))

@@ -35,6 +35,7 @@
 #include <errno.h>
 
 #include "locks.h"
+#include "serve.h"
 #include "span.h"
 #include "sqlite_locks.h"
 #include "trace.h"
@@ -200,7 +201,7 @@ void alex_locks_dropped(struct pdb *db)
 
 void alex_locks_gone(struct pdb *db)
 {
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_serve_unfresh(db);
 	alex_locks_dropped(db);
 }
 
@@ -208,7 +209,7 @@ void alex_locks_gone_late(struct pdb *db)
 {
 	struct alex_held *h = &db->held;
 
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_serve_unfresh(db);
 	alex_span_end(db, 0); /* the span lock went with the close */
 	h->gen++;       /* no release owed from before counts */
 	h->unknown = 1; /* locks taken since the close may be held: in doubt */

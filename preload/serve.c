@@ -616,6 +616,13 @@ int alex_serve_lock_shared(struct pdb *db)
 	return answer(rc, saved);
 }
 
+void alex_serve_unfresh(struct pdb *db)
+{
+	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	if (db->eng) /* alive: the caller holds a reference */
+		alex_base_hdr_forget(db->eng);
+}
+
 /* A reader that may not write the file opens the WAL only where the log
  * holds nothing of the database: it cannot checkpoint it there. */
 static int ro_wal_check(struct pdb *db)
@@ -675,7 +682,7 @@ int alex_serve_wal_open(struct pdb *db)
 		__atomic_add_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL);
 	}
 	/* WAL mode: others commit while SQLite holds SHARED */
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_serve_unfresh(db);
 	int said = db->wal_said;
 	if (rc && db->readonly)
 		db->wal_said = 1;
@@ -696,7 +703,7 @@ int alex_serve_wal_open(struct pdb *db)
 void alex_serve_wal_closed(struct pdb *db)
 {
 	pthread_mutex_lock(&db->mu);
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_serve_unfresh(db);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
 		/* SQLite's lock calls went past the model while the file was
 		 * its own (WAL mode): until its next release of them all, it
@@ -782,7 +789,7 @@ void alex_serve_forget(struct pdb *db)
 	db->skip_dirsync = 0;
 	alex_span_forked(db);
 	alex_locks_dropped(db); /* POSIX locks are not inherited */
-	__atomic_store_n(&db->fresh, 0, __ATOMIC_RELEASE);
+	alex_serve_unfresh(db);
 	/* the parent's unfinished transaction is the parent's: if the child
 	 * closed its copies of SQLite's descriptors, the last close must not
 	 * commit it */

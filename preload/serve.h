@@ -70,6 +70,10 @@ int alex_serve_super_commit(struct pdb *db, const char *super);
 /* SQLite took SHARED (or EXCLUSIVE straight from it): other processes'
  * commits become visible.  0 or -1. */
 int alex_serve_lock_shared(struct pdb *db);
+/* SQLite's SHARED lock went, or no longer keeps other writers out (WAL
+ * mode): the next SHARED catches up again, and reads until then see the
+ * file, not the header kept at the last catch-up (alex_base_hdr_forget). */
+void alex_serve_unfresh(struct pdb *db);
 /* SQLite took RESERVED: with a staging log, its engines catch up with what
  * another process's flusher merged while this one held SHARED (staging.c:
  * flusher_merge) -- nothing else can have moved.  0, or -1 with errno. */
