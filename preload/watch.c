@@ -38,11 +38,13 @@
  * and while it names the database's own inode.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -57,7 +59,7 @@
 #define DIR_EVENTS (IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
 /* The file's own directory: its attributes are its parent's event (a
  * directory's IN_ATTRIB reports its children's too), so no event here
- * that a child can cause.  A watch that takes a child's events makes the
+ * that a child can cause -- unless it is a mount's root (mount_root).  A watch that takes a child's events makes the
  * kernel look at it at every write of any file in the directory
  * (__fsnotify_parent): SQLite's -wal, ALEX's log, 2 % of a WAL insert. */
 #define OWN_DIR_EVENTS (IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -143,6 +145,21 @@ static int drain(void)
 	return 1;
 }
 
+/* Is dir a mount's root?  The kernel tells a directory's watch of its
+ * child's events through the file system's tree, where a mount's root has
+ * no parent, or another directory (a bind mount, as a container's volume
+ * is): its attributes reach no watch of the path above, and it is watched
+ * for them itself.  In doubt (before Linux 5.8, no such attribute), yes. */
+static int mount_root(const char *dir)
+{
+	struct statx sx;
+
+	if (REAL(statx)(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, 0, &sx) != 0)
+		return 1;
+	return !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	       (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* Under mu: watches on every directory of path and on the file, before
  * the stat that is kept.  path is canonical: absolute, no symbolic link. */
 static int arm(const char *path)
@@ -165,7 +182,8 @@ static int arm(const char *path)
 			continue;
 		memcpy(dir, path, i);
 		dir[i] = 0;
-		if (inotify_add_watch(wfd, dir, (i == own ? OWN_DIR_EVENTS : DIR_EVENTS) | IN_MASK_ADD) < 0)
+		int mask = i == own && !mount_root(dir) ? OWN_DIR_EVENTS : DIR_EVENTS;
+		if (inotify_add_watch(wfd, dir, mask | IN_MASK_ADD) < 0)
 			return -1;
 	}
 	return inotify_add_watch(wfd, path, FILE_EVENTS | IN_MASK_ADD) < 0 ? -1 : 0;

@@ -1204,6 +1204,49 @@ print(got)
 else
 	echo "regress: name-watch-own-dir not run: it needs root (a mode does not stop root)"
 fi
+# The same with the own directory a bind mount of a directory elsewhere
+# (a container's volume): the kernel tells its attribute change to the
+# watch of its parent in the file system's tree, not the path's, so it is
+# watched for its attributes itself (watch.c: mount_root).  Without that
+# check: "stat-ok ok" throughout.  Root and a mount namespace of its own.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	scenario name-watch-own-mount "stat-ok ok PermissionError readonly stat-ok ok" "$watch_lib"'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x00020000) == 0                # CLONE_NEWNS
+sh("mount", "--make-rprivate", "/")
+src, own = d + "/elsewhere/src", d + "/own"
+os.makedirs(src); os.makedirs(own)
+for p in (os.path.dirname(d), d, d + "/elsewhere"): os.chmod(p, 0o755)
+for p in (src, own): os.chown(p, 65534, 65534); os.chmod(p, 0o755)
+sh("mount", "--bind", src, own)
+r, w = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r); os.close(w2)
+    os.setgid(65534); os.setgroups([]); os.setuid(65534)
+    c = sqlite3.connect(own + "/x.db", isolation_level=None)
+    c.execute("create table t(x)")
+    for i in range(5): ins(c)
+    def st():
+        try: os.stat(own + "/x.db"); return "stat-ok"
+        except OSError as e: return type(e).__name__
+    out = [st(), ins(c)]
+    for step in range(2):                   # own 000, own 755
+        os.write(w, b"x"); os.read(r2, 1)
+        out += [st(), ins(c)]
+    os.write(w, " ".join(out).encode()); os._exit(0)
+os.close(w); os.close(r2)
+for mode in ("000", "755"):
+    if not os.read(r, 1): break
+    sh("chmod", mode, own); os.write(w2, b"x")
+got = os.read(r, 4096).decode()
+os.waitpid(pid, 0)
+print(got)
+'
+else
+	echo "regress: name-watch-own-mount not run: it needs root and a mount namespace"
+fi
 
 # A database no ALEX process has written (no log): the engine keeps the
 # header its catch-up read at SQLite's SHARED lock and answers SQLite's
