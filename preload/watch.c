@@ -9,7 +9,8 @@
  *
  * inotify watches the database file (attributes and link count, writes,
  * moves) and every directory above it (attributes, moves, removal; the
- * attributes of the file's own directory through its parent's watch), and
+ * attributes of the file's own directory through its parent's watch,
+ * unless it is a mount's root), and
  * the kernel queues an event before the call that causes it returns.  So
  * an empty queue -- one FIONREAD, no path walk -- means that nothing stat
  * shows has changed since the answer was kept, and the name still leads
@@ -59,10 +60,14 @@
 #define DIR_EVENTS (IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
 /* The file's own directory: its attributes are its parent's event (a
  * directory's IN_ATTRIB reports its children's too), so no event here
- * that a child can cause -- unless it is a mount's root (mount_root).  A watch that takes a child's events makes the
- * kernel look at it at every write of any file in the directory
- * (__fsnotify_parent): SQLite's -wal, ALEX's log, 2 % of a WAL insert. */
+ * that a child can cause -- unless it is a mount's root (mount_root).
+ * A watch that takes a child's events makes the kernel look at it at
+ * every write of any file in the directory (__fsnotify_parent): SQLite's
+ * -wal, ALEX's log, 2 % of a WAL insert. */
 #define OWN_DIR_EVENTS (IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x2000 /* Linux 5.8's; headers before it lack it */
+#endif
 /* answers between checks that the descriptor is still the queue when the
  * hooks saw nothing of its number (a raw close by the program and the
  * number's reuse would go unseen else: pdb.h, alex_kept_still) */
@@ -182,8 +187,13 @@ static int arm(const char *path)
 			continue;
 		memcpy(dir, path, i);
 		dir[i] = 0;
-		int mask = i == own && !mount_root(dir) ? OWN_DIR_EVENTS : DIR_EVENTS;
-		if (inotify_add_watch(wfd, dir, mask | IN_MASK_ADD) < 0)
+		if (inotify_add_watch(wfd, dir, (i == own ? OWN_DIR_EVENTS : DIR_EVENTS) | IN_MASK_ADD) < 0)
+			return -1;
+		/* asked after the watch is set: a mount made there before the
+		 * question is seen; one made after is not (no mount over the
+		 * path is: above) */
+		if (i == own && mount_root(dir) &&
+		    inotify_add_watch(wfd, dir, DIR_EVENTS | IN_MASK_ADD) < 0)
 			return -1;
 	}
 	return inotify_add_watch(wfd, path, FILE_EVENTS | IN_MASK_ADD) < 0 ? -1 : 0;
