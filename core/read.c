@@ -85,8 +85,9 @@ int alex_block_load(alex_db *db, unsigned f, uint64_t blk, uint8_t *out)
 
 /* A slice of the database file's header, when the file holds it: with
  * nothing newer in the log, read as the header alone -- from the probe's
- * copy while that is good (db.h), else 100 bytes, not the block.  0: the
- * caller reads the block. */
+ * copy while that is good (db.h), else 100 bytes, not the block.  The
+ * 100-byte read matters for a staging engine: its base is the engine
+ * below, whose copy answers it.  0: the caller reads the block. */
 static int base_head(alex_db *db, unsigned f, uint64_t blk, size_t in, size_t n, uint8_t *dst,
 		     int *err)
 {

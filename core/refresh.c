@@ -30,6 +30,14 @@ static int restart(alex_db *db, int may_abort)
 	return err;
 }
 
+/* below has no log, and the file is as it was when below last looked for
+ * one and found none: an SQLite header without a mark */
+static int quiet(const alex_db *below)
+{
+	return below->log_fd < 0 && below->base_markable && below->nolog_seen &&
+	       below->base_stamp == below->nolog_stamp;
+}
+
 /*
  * Catches up with the log as other engines left it.  The log may have been
  * made or removed (the last engine of a process that checkpointed at its
@@ -40,14 +48,6 @@ static int restart(alex_db *db, int may_abort)
  * a program without ALEX may have written them (the fence is down): their
  * sizes are read again.
  */
-/* below has no log, and the file is as it was when below last looked for
- * one and found none: an SQLite header without a mark */
-static int quiet(const alex_db *below)
-{
-	return below->log_fd < 0 && below->base_markable && below->nolog_seen &&
-	       below->base_stamp == below->nolog_stamp;
-}
-
 static int reload_log(alex_db *db, int force, int may_abort)
 {
 	struct alex_loghdr h;

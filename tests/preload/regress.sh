@@ -1014,6 +1014,33 @@ def fresh(name):
     c.execute("create table t(x)")
     for i in range(5): ins(c)
     return db, c
+def as_nobody(own, changes):
+    # a child without the override of root opens own/x.db; after each
+    # chmod (where, mode) by another program, its stat of the name and an
+    # insert; what it saw, joined
+    r, w = os.pipe(); r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r); os.close(w2)
+        os.setgid(65534); os.setgroups([]); os.setuid(65534)
+        c = sqlite3.connect(own + "/x.db", isolation_level=None)
+        c.execute("create table t(x)")
+        for i in range(5): ins(c)
+        def st():
+            try: os.stat(own + "/x.db"); return "stat-ok"
+            except OSError as e: return type(e).__name__
+        out = [st(), ins(c)]
+        for step in changes:
+            os.write(w, b"x"); os.read(r2, 1)
+            out += [st(), ins(c)]
+        os.write(w, " ".join(out).encode()); os._exit(0)
+    os.close(w); os.close(r2)
+    for where, mode in changes:
+        if not os.read(r, 1): break         # the child died: its output says
+        sh("chmod", mode, where); os.write(w2, b"x")
+    got = os.read(r, 4096).decode()
+    os.waitpid(pid, 0)
+    return got
 '
 scenario name-watch "readonly ok readonly readonly ok readonly 0o600 1000000000 2 ok ok readonly ok readonly readonly" "$watch_lib"'
 def watch_fd():
@@ -1177,29 +1204,7 @@ up = d + "/up"; own = up + "/own"
 os.makedirs(own)
 for p in (os.path.dirname(d), d): os.chmod(p, 0o755)   # mktemp made it 0700
 for p in (up, own): os.chown(p, 65534, 65534); os.chmod(p, 0o755)
-r, w = os.pipe(); r2, w2 = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(r); os.close(w2)
-    os.setgid(65534); os.setgroups([]); os.setuid(65534)
-    c = sqlite3.connect(own + "/x.db", isolation_level=None)
-    c.execute("create table t(x)")
-    for i in range(5): ins(c)
-    def st():
-        try: os.stat(own + "/x.db"); return "stat-ok"
-        except OSError as e: return type(e).__name__
-    out = [st(), ins(c)]
-    for step in range(4):                   # own 000, own 755, up 000, up 755
-        os.write(w, b"x"); os.read(r2, 1)
-        out += [st(), ins(c)]
-    os.write(w, b" ".join(x.encode() for x in out)); os._exit(0)
-os.close(w); os.close(r2)
-for where, mode in ((own, "000"), (own, "755"), (up, "000"), (up, "755")):
-    if not os.read(r, 1): break             # the child died: its output says
-    sh("chmod", mode, where); os.write(w2, b"x")
-got = os.read(r, 4096).decode()
-os.waitpid(pid, 0)
-print(got)
+print(as_nobody(own, ((own, "000"), (own, "755"), (up, "000"), (up, "755"))))
 '
 else
 	echo "regress: name-watch-own-dir not run: it needs root (a mode does not stop root)"
@@ -1220,29 +1225,7 @@ os.makedirs(src); os.makedirs(own)
 for p in (os.path.dirname(d), d, d + "/elsewhere"): os.chmod(p, 0o755)
 for p in (src, own): os.chown(p, 65534, 65534); os.chmod(p, 0o755)
 sh("mount", "--bind", src, own)
-r, w = os.pipe(); r2, w2 = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(r); os.close(w2)
-    os.setgid(65534); os.setgroups([]); os.setuid(65534)
-    c = sqlite3.connect(own + "/x.db", isolation_level=None)
-    c.execute("create table t(x)")
-    for i in range(5): ins(c)
-    def st():
-        try: os.stat(own + "/x.db"); return "stat-ok"
-        except OSError as e: return type(e).__name__
-    out = [st(), ins(c)]
-    for step in range(2):                   # own 000, own 755
-        os.write(w, b"x"); os.read(r2, 1)
-        out += [st(), ins(c)]
-    os.write(w, " ".join(out).encode()); os._exit(0)
-os.close(w); os.close(r2)
-for mode in ("000", "755"):
-    if not os.read(r, 1): break
-    sh("chmod", mode, own); os.write(w2, b"x")
-got = os.read(r, 4096).decode()
-os.waitpid(pid, 0)
-print(got)
+print(as_nobody(own, ((own, "000"), (own, "755"))))
 '
 else
 	echo "regress: name-watch-own-mount not run: it needs root and a mount namespace"

@@ -120,19 +120,28 @@ if [ $((b - a)) -le 10 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo
 # result; 9.0 without ALEX, where
 # SQLite also stats the journal and the WAL and preads the change counter,
 # which ALEX serves from memory, and takes SHARED in 4 calls).
-selects() { # N PRELOAD: total system calls of N point SELECTs
+selects() { # N PRELOAD [plain]: total system calls of N point SELECTs of
+	# 50 rows written in the same run, or with "plain" by SQLite without
+	# ALEX before it
 	rm -f "$tmp"/sel.db*
-	{ echo "create table t(id integer primary key, v blob);"
-	  for i in $(seq 50); do echo "insert into t(v) values(randomblob(100));"; done
-	  for i in $(seq "$1"); do echo "select length(v) from t where id = $((i % 50 + 1));"; done; } >"$tmp/sel.sql"
+	rows() {
+		echo "create table t(id integer primary key, v blob);"
+		for i in $(seq 50); do echo "insert into t(v) values(randomblob(100));"; done
+	}
+	if [ "${3:-}" = plain ]; then rows | sqlite3 "$tmp/sel.db"; : >"$tmp/sel.sql"; else rows >"$tmp/sel.sql"; fi
+	for i in $(seq "$1"); do echo "select length(v) from t where id = $((i % 50 + 1));"; done >>"$tmp/sel.sql"
 	ALEX_SYNC=normal ALEX_SYNC_MS=60000 strace -f -c -o "$tmp/sel.c" -E LD_PRELOAD="$2" \
 		sqlite3 "$tmp/sel.db" <"$tmp/sel.sql" >/dev/null
 	calls_of "$tmp/sel.c"
 }
-a=$(selects 200 "$B/libalex.so") b=$(selects 400 "$B/libalex.so")
-sel=$(( (b - a) * 100 / 200 ))
-a=$(selects 200 "") b=$(selects 400 "")
-plain=$(( (b - a) * 100 / 200 ))
+per_select() { # [plain]: hundredths of a call per point SELECT, under ALEX and without
+	local a b sel
+	a=$(selects 200 "$B/libalex.so" "$@") b=$(selects 400 "$B/libalex.so" "$@")
+	sel=$(( (b - a) * 100 / 200 ))
+	a=$(selects 200 "" "$@") b=$(selects 400 "" "$@")
+	echo "$sel $(( (b - a) * 100 / 200 ))"
+}
+read -r sel plain <<<"$(per_select)"
 printf 'strace: system calls per point SELECT: %d.%02d under ALEX, %d.%02d without\n' \
 	$((sel / 100)) $((sel % 100)) $((plain / 100)) $((plain % 100))
 if [ "$sel" -lt "$plain" ] && [ "$sel" -le 350 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT costs more than 3.5 system calls under ALEX, or more than without"; fi
@@ -146,19 +155,7 @@ if [ "$sel" -lt "$plain" ] && [ "$sel" -le 350 ]; then pass=$((pass + 1)); else 
 # against 9.01 without ALEX, with the shell's write of each result and the
 # presence query at one span in 8 (span.c); before, 11.26 (two preads of
 # page 1 and an faccessat of the staging log, every transaction).
-selects_ro() { # N PRELOAD: total system calls of N point SELECTs, no writer
-	rm -f "$tmp"/ro.db*
-	{ echo "create table t(id integer primary key, v blob);"
-	  for i in $(seq 50); do echo "insert into t(v) values(randomblob(100));"; done; } | sqlite3 "$tmp/ro.db"
-	for i in $(seq "$1"); do echo "select length(v) from t where id = $((i % 50 + 1));"; done >"$tmp/ro.sql"
-	ALEX_SYNC=normal ALEX_SYNC_MS=60000 strace -f -c -o "$tmp/ro.c" -E LD_PRELOAD="$2" \
-		sqlite3 "$tmp/ro.db" <"$tmp/ro.sql" >/dev/null
-	calls_of "$tmp/ro.c"
-}
-a=$(selects_ro 200 "$B/libalex.so") b=$(selects_ro 400 "$B/libalex.so")
-sel=$(( (b - a) * 100 / 200 ))
-a=$(selects_ro 200 "") b=$(selects_ro 400 "")
-plain=$(( (b - a) * 100 / 200 ))
+read -r sel plain <<<"$(per_select plain)"
 printf 'strace: system calls per point SELECT of a database without a log: %d.%02d under ALEX, %d.%02d without\n' \
 	$((sel / 100)) $((sel % 100)) $((plain / 100)) $((plain % 100))
 if [ "$sel" -lt "$plain" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT of a database without a log costs more under ALEX than without"; fi
