@@ -159,10 +159,11 @@ static struct flock lock_range(void)
 			       .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
 }
 
-/* Takes SQLite's EXCLUSIVE lock on path, without waiting: the descriptor
+/* Takes SQLite's EXCLUSIVE lock on path without blocking: the descriptor
  * that holds it, or -1 -- *held 1 if another process uses the database,
- * 0 if the file could not be opened. */
-static int exclusive_hold(const char *path, int *held)
+ * 0 if the file could not be opened.  Asked up to `tries` times, 2 ms
+ * apart, while another process holds a lock. */
+static int exclusive_hold(const char *path, unsigned tries, int *held)
 {
 	struct flock l = lock_range();
 	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
@@ -170,15 +171,20 @@ static int exclusive_hold(const char *path, int *held)
 	*held = 0;
 	if (fd < 0)
 		return -1;
-	uint64_t t0 = ALEX_TRACE_T0();
-	int r = REAL(fcntl)(fd, F_SETLK, &l);
-	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
-	if (r != 0) {
-		*held = 1;
-		REAL(close)(fd);
-		return -1;
+	for (unsigned i = 0; i < tries; i++) {
+		if (i) {
+			struct timespec ts = { 0, 2 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		uint64_t t0 = ALEX_TRACE_T0();
+		int r = REAL(fcntl)(fd, F_SETLK, &l);
+		alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
+		if (r == 0)
+			return fd;
 	}
-	return fd;
+	*held = 1;
+	REAL(close)(fd);
+	return -1;
 }
 
 /* Does the close leave pages behind if it cannot checkpoint? */
@@ -231,6 +237,7 @@ void alex_serve_close_wait(struct pdb *db)
 	pthread_mutex_lock(&db->mu);
 	int want = !alex_other_writers(db->eng);
 	pthread_mutex_unlock(&db->mu);
+	db->close_waited = want;
 	for (unsigned i = 1; want && i <= alex_cfg.close_wait_ms / 2; i++) {
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
@@ -264,8 +271,15 @@ void alex_serve_close(struct pdb *db)
 	 * process has no SQLite descriptor left on the file, so closing ours
 	 * drops nothing of SQLite's. */
 	int xfd = -1, held = 0;
-	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg))
-		xfd = exclusive_hold(db->path, &held);
+	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg)) {
+		xfd = exclusive_hold(db->path, 1, &held);
+		/* a lock taken after alex_serve_close_wait looked, by a process
+		 * whose engine opened before this one made the log (it holds no
+		 * writer lock on it), is waited out as that would have
+		 * (rest.sh: racing short processes) */
+		if (held && !db->close_waited && strands(db))
+			xfd = exclusive_hold(db->path, alex_cfg.close_wait_ms / 2, &held);
+	}
 	if (held && strands(db))
 		alex_msg(ALEX_MSG_WARN, "%s: closed with commits in its log while another process held "
 			 "the database: SQLite without ALEX refuses the file until a process with ALEX that "

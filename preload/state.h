@@ -106,6 +106,8 @@ struct pdb {
 				a transaction across databases (multidb.c) */
 	int super_done;      /* its conditional commit is written */
 	int ref_check;       /* a reference journal may be left to remove */
+	int close_waited;    /* the last close waited for other processes'
+				locks already (serve.c) */
 	int fresh;           /* (atomic) caught up with other processes since
 				this process took SHARED, and holds it still:
 				in rollback mode nobody else can commit until
