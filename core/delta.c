@@ -2,9 +2,10 @@
  * delta.c - DELTA blocks (delta.h).  The diff works a word at a time: two
  * runs are split only by eight or more equal bytes, which cost more to
  * store than a run's four-byte header saves.  Equal stretches are skipped
- * a chunk at a time by memcmp (vectorised in libc): a one-row INSERT
- * changes two or three places of a page, and a word loop over all of it
- * cost some 5 000 instructions per block.
+ * 128 bytes a step with AVX2 where the CPU has it, else a chunk at a time
+ * by memcmp (vectorised in libc): a one-row INSERT changes two or three
+ * places of a page, and a word loop over all of it cost some 5 000
+ * instructions per block, the memcmp chunks about 1 800, AVX2 about 700.
  */
 #include "delta.h"
 
@@ -22,8 +23,82 @@ static uint64_t word(const uint8_t *p)
 	return w;
 }
 
-uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
-			 uint32_t depth, uint8_t *out)
+/* The first word from i (a multiple of 8) on that differs, or ALEX_BLOCK. */
+static uint32_t skip_sw(const uint8_t *old, const uint8_t *img, uint32_t i)
+{
+	while (i < ALEX_BLOCK) {
+		if (!(i & (CHUNK - 1)) && !memcmp(old + i, img + i, CHUNK))
+			i += CHUNK;
+		else if (word(old + i) == word(img + i))
+			i += 8;
+		else
+			break;
+	}
+	return i;
+}
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#include <sys/platform/x86.h>
+#endif
+
+__attribute__((target("avx2"))) static uint32_t skip_avx2(const uint8_t *old,
+							   const uint8_t *img, uint32_t i)
+{
+	for (; i + 128 <= ALEX_BLOCK; i += 128) {
+		const __m256i *a = (const __m256i *)(old + i), *b = (const __m256i *)(img + i);
+		__m256i x0 = _mm256_xor_si256(_mm256_loadu_si256(a), _mm256_loadu_si256(b));
+		__m256i x1 = _mm256_xor_si256(_mm256_loadu_si256(a + 1), _mm256_loadu_si256(b + 1));
+		__m256i x2 = _mm256_xor_si256(_mm256_loadu_si256(a + 2), _mm256_loadu_si256(b + 2));
+		__m256i x3 = _mm256_xor_si256(_mm256_loadu_si256(a + 3), _mm256_loadu_si256(b + 3));
+		__m256i o = _mm256_or_si256(_mm256_or_si256(x0, x1), _mm256_or_si256(x2, x3));
+		if (_mm256_testz_si256(o, o))
+			continue;
+		/* the first byte that differs, and its word (i is a multiple of 8) */
+		for (uint32_t k = 0; k < 4; k++) {
+			__m256i e = _mm256_cmpeq_epi8(_mm256_loadu_si256(a + k), _mm256_loadu_si256(b + k));
+			uint32_t same = (uint32_t)_mm256_movemask_epi8(e);
+			if (same != 0xffffffffu)
+				return (i + 32 * k + (uint32_t)__builtin_ctz(~same)) & ~7u;
+		}
+	}
+	for (; i < ALEX_BLOCK; i += 8)
+		if (word(old + i) != word(img + i))
+			break;
+	return i;
+}
+
+/* Asked of glibc's loader, as crc32c.c does: no CPUID of our own (a trap
+ * to the hypervisor in a virtual machine); without its answer, no AVX2. */
+static int have_avx2(void)
+{
+	static int have = -1;
+
+	if (have < 0) {
+#ifdef CPU_FEATURE_ACTIVE
+		have = CPU_FEATURE_ACTIVE(AVX2) ? 1 : 0;
+#else
+		have = 0;
+#endif
+	}
+	return have;
+}
+#else
+static uint32_t skip_avx2(const uint8_t *old, const uint8_t *img, uint32_t i)
+{
+	return skip_sw(old, img, i);
+}
+
+static int have_avx2(void)
+{
+	return 0;
+}
+#endif
+
+static uint32_t make(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
+		     uint32_t depth, uint8_t *out, int vec)
 {
 	uint32_t pos = ALEX_DELTA_HDR, i = 0;
 
@@ -34,14 +109,7 @@ uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct al
 	out[17] = (uint8_t)depth;
 	out[18] = out[19] = 0;
 	for (;;) {
-		while (i < ALEX_BLOCK) {
-			if (!(i & (CHUNK - 1)) && !memcmp(old + i, img + i, CHUNK))
-				i += CHUNK;
-			else if (word(old + i) == word(img + i))
-				i += 8;
-			else
-				break;
-		}
+		i = vec ? skip_avx2(old, img, i) : skip_sw(old, img, i);
 		if (i == ALEX_BLOCK)
 			return pos;
 		uint32_t start = i, end = i + 8;
@@ -62,6 +130,23 @@ uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct al
 		memcpy(out + pos + ALEX_DELTA_RUN, img + start, n);
 		pos += ALEX_DELTA_RUN + n;
 	}
+}
+
+uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
+			 uint32_t depth, uint8_t *out)
+{
+	return make(old, img, prev, depth, out, have_avx2());
+}
+
+uint32_t alex_delta_make_sw(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
+			    uint32_t depth, uint8_t *out)
+{
+	return make(old, img, prev, depth, out, 0);
+}
+
+int alex_delta_vector(void)
+{
+	return have_avx2();
 }
 
 /* prev in the log: a block of any codec, as long as its kind allows */

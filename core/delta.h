@@ -22,6 +22,12 @@
 uint32_t alex_delta_make(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
 			 uint32_t depth, uint8_t *out);
 
+/* The same with the portable skip alone, so tests can compare the two on
+ * any CPU; and 1 when alex_delta_make uses the CPU's vectors (AVX2). */
+uint32_t alex_delta_make_sw(const uint8_t *old, const uint8_t *img, const struct alex_loc *prev,
+			    uint32_t depth, uint8_t *out);
+int alex_delta_vector(void);
+
 /* Are in's len bytes a well-formed delta?  Fills its prev (codec, place,
  * length, crc; epoch and transaction left 0) and depth.  A root in the
  * database file (ALEX_DELTA_BASE) passes here in any version; whether the

@@ -65,6 +65,37 @@ Test(delta, small_change_small_delta)
 	cr_expect_eq(alex_delta_make(old, img, &prev0, 1, out), 0);
 }
 
+/* The vector skip (AVX2) and the portable one make the same bytes: runs
+ * at the block's edges, at and across every 8-, 128- and 256-byte
+ * boundary, and random ones. */
+Test(delta, vector_and_portable_skips_agree)
+{
+	static uint8_t old[BLK], img[BLK], a[ALEX_DELTA_MAX], b[ALEX_DELTA_MAX];
+	uint64_t s = 11;
+	int edges = 0;
+
+	cr_log_info("alex_delta_make uses %s", alex_delta_vector() ? "AVX2" : "memcmp");
+	for (int round = 0; round < 20000; round++) {
+		fill_block(old, (uint32_t)round + 1, 3);
+		memcpy(img, old, BLK);
+		if (round < 4096) { /* one byte changed at each offset in turn */
+			img[round] ^= (uint8_t)(1 + round % 255);
+			edges++;
+		} else {
+			mutate(img, &s, (int)(rnd(&s) % 12));
+		}
+		memset(a, 0, sizeof a);
+		memset(b, 0, sizeof b);
+		uint32_t na = alex_delta_make(old, img, &prev0, 1, a);
+		uint32_t nb = alex_delta_make_sw(old, img, &prev0, 1, b);
+		cr_assert_eq(na, nb, "round %d: %u against %u bytes", round, na, nb);
+		cr_assert_arr_eq(a, b, ALEX_DELTA_MAX, "round %d", round);
+		if (round < 4096)
+			cr_assert_eq(na, ALEX_DELTA_HDR + ALEX_DELTA_RUN + 1, "round %d", round);
+	}
+	cr_assert_eq(edges, BLK);
+}
+
 static uint8_t good[ALEX_DELTA_MAX];
 static uint32_t good_len;
 
