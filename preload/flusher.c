@@ -2,13 +2,21 @@
  * flusher.c - ALEX_SYNC=normal promises durability within ALEX_SYNC_MS (and
  * ALEX_EXTENT_KB) even when the program stops committing, and its commits
  * should not wait for the syncs that keep that promise.  A thread, started
- * with the first engine, syncs what is due without holding the database's
+ * at the first commit that asks (below), syncs what is due without holding the database's
  * lock (serve.c: alex_serve_sync_start, alex_serve_sync_end).  It looks
  * every eighth of a window while commits wait, and when a commit asks
  * (alex_flusher_kick: the first unsynced one, or half the window's bytes);
  * with nothing unsynced it sleeps, so an idle program is not woken.  After
- * fork() the child starts its own at its first commit or open (its syncs,
- * like its inline ones, are of descriptions it shares with its parent).
+ * fork() the child starts its own (its syncs, like its inline ones, are of
+ * descriptions it shares with its parent).
+ *
+ * The thread is made at the first commit that asks, not at an open; a
+ * commit that puts its database in WAL mode is synced inline instead
+ * (serve.c), the database's last through the log.  A program that opens a
+ * database in WAL mode, or puts a new one there, then never has a second
+ * thread, and glibc takes every mutex of a process with one thread --
+ * SQLite's, malloc's -- without an atomic instruction: 2-5 % of plain
+ * SQLite's insert rate (docs/LOCKS.md, "Threads").
  */
 #include <pthread.h>
 #include <signal.h>
@@ -117,6 +125,11 @@ void alex_flusher_forked(void)
 	pthread_mutex_init(&mu, NULL);
 	init_cv();
 	kicked = 0;
+}
+
+int alex_flusher_running(void)
+{
+	return __atomic_load_n(&started, __ATOMIC_ACQUIRE);
 }
 
 void alex_flusher_start(void)

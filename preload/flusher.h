@@ -3,8 +3,11 @@
 #define ALEX_PRELOAD_FLUSHER_H
 
 /* Starts the thread once per process (again in a fork()ed child), if the
- * sync mode asks for it.  Called at every open of a database. */
+ * sync mode asks for it.  Called at the first commit that wants a sync. */
 void alex_flusher_start(void);
+/* Has this process its thread?  (serve.c syncs a commit that puts a
+ * database in WAL mode itself when it has not.) */
+int alex_flusher_running(void);
 /* Fork handler (init.c): the child has no thread. */
 void alex_flusher_forked(void);
 /* A commit left half a window unsynced: the thread syncs now, not at its

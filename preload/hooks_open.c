@@ -206,7 +206,6 @@ static int open_db(enum open_kind k, int dirfd, const char *path, int flags, mod
 		REAL(close)(fd);
 		return fail(err);
 	}
-	alex_flusher_start();
 	struct ofd *o = track(fd, db, ROLE_DB);
 	if (!o)
 		return -1;

@@ -506,6 +506,37 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 
 /* if_open: nothing at all (not even the lock's second turn) when no
  * transaction is open */
+/* Commits of this process not yet durable, in the log or the staging
+ * log (a carried epoch's copy is not one: carry.c syncs it inline when no
+ * thread takes it) */
+static int sync_pending(struct pdb *db)
+{
+	return alex_sync_pending(db->eng) || (db->stg && db->stg_since);
+}
+
+/* Does the database, as committed, say WAL mode (read and write versions
+ * 2, written by journal_mode=WAL in a rollback transaction of its own)?
+ * Then SQLite writes it directly from now on: its last commit through the
+ * log is synced inline, not by a thread made for it alone. */
+static int in_wal(struct pdb *db)
+{
+	uint8_t h[20];
+	size_t got = 0;
+
+	return alex_read(alex_top(db), ALEX_FILE_DB, h, sizeof h, 0, &got) == 0 &&
+	       got == sizeof h && memcmp(h, "SQLite format 3", 16) == 0 && h[18] == 2 && h[19] == 2;
+}
+
+/* What the flusher would make of them, here (in_wal) */
+static int sync_inline(struct pdb *db)
+{
+	int rc = 0;
+
+	if (db->stg && db->stg_since && !(rc = alex_stage_sync(db->stg)))
+		db->stg_since = 0;
+	return rc ? rc : alex_sync(db->eng);
+}
+
 static int serve_commit(struct pdb *db, int if_open)
 {
 	int err = 0, saved = errno, kick = 0;
@@ -522,6 +553,18 @@ static int serve_commit(struct pdb *db, int if_open)
 		err = alex_errno_of(err);
 	ALEX_MMAP_CHECK(db, "a commit");
 	kick |= alex_sync_wanted(db->eng);
+	/* No thread yet: any commit that leaves something unsynced asks for
+	 * one -- a fork()ed child inherits its parent's unsynced clock, and
+	 * its commits would ask for none (review) -- unless it put the
+	 * database in WAL mode */
+	if (!err && !alex_flusher_running() && sync_pending(db)) {
+		int wal = in_wal(db), rc = wal ? sync_inline(db) : 0;
+		if (rc) {
+			alex_msg(ALEX_MSG_ERROR, "%s: sync: %s", db->path, alex_strerror(rc));
+			err = alex_errno_of(rc);
+		}
+		kick = !wal;
+	}
 	pthread_mutex_unlock(&db->mu);
 	if (kick)
 		alex_flusher_kick();

@@ -73,6 +73,9 @@ enum { SPAN_NONE = 0, SPAN_HELD = 1, SPAN_LINGER = 2 };
  * burst: its release lingers */
 #define BURST_US 1000
 
+/* A database's first spans go without the span lock */
+#define SPAN_WARM 8
+
 /* A span holds the write lock for one to two of these at most */
 #define LEASE_MS 2
 
@@ -270,7 +273,18 @@ static int alone(struct pdb *db)
 {
 	int saved = errno;
 
-	if (!alex_cfg.span_lock || !lease_thread())
+	if (!alex_cfg.span_lock)
+		return 0;
+	/* no thread for a database's first spans: a program that only
+	 * opens a database in WAL mode, or puts a new one there, or makes a
+	 * transaction or two and exits, stays single-threaded -- glibc then
+	 * takes every mutex of the process, SQLite's and malloc's, without
+	 * an atomic instruction (docs/LOCKS.md, "Threads") */
+	if (db->span_warm < SPAN_WARM) {
+		db->span_warm++;
+		return 0;
+	}
+	if (!lease_thread())
 		return 0;
 #ifdef ALEX_TESTING
 	if (alex_cfg.test_span_alone) /* the span lock under contention */

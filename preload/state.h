@@ -121,6 +121,7 @@ struct pdb {
 	struct alex_kept_check presence_check; /* ... still ours (pdb.h) */
 	int span_alone;      /* the last presence query found no other */
 	unsigned span_n;     /* spans since that query */
+	unsigned span_warm;  /* spans asked for, up to SPAN_WARM (span.c) */
 	unsigned span_skip;  /* spans left without the span lock (refused) */
 	pthread_mutex_t span_mu; /* held while the span's state changes: by
 				SQLite's lock calls, a close, the lease */

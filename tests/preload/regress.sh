@@ -593,7 +593,7 @@ for i in range(10):
 print(c.execute("select count(*) from t").fetchone()[0])'
 
 # The span lock (locks.c) is taken by a process alone with the database:
-# at every transaction of a process alone; at none while another process
+# at every transaction of a process alone past its first 8 (SPAN_WARM); at none while another process
 # with ALEX has it open, with the span lock on or off there; and beside a
 # program without ALEX, which it cannot see.  Each reader must count the
 # rows the writer made.
@@ -610,7 +610,7 @@ def spans(tag):
     env = dict(os.environ, ALEX_STATS=d + "/" + tag + ".json")
     subprocess.run([sys.executable, "-c", A, db], env=env, check=True)
     return json.load(open(d + "/" + tag + ".json"))["intercepted"]["span_locks"]
-out = ["alone", spans("alone") >= 200]
+out = ["alone", spans("alone") >= 192]  # 200 less the first 8 (span.c: SPAN_WARM)
 plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 for tag, env in (("alex", dict(os.environ)), ("alex-off", dict(os.environ, ALEX_SPAN_LOCK="0")),
                  ("plain", plain)):
@@ -621,7 +621,7 @@ for tag, env in (("alex", dict(os.environ)), ("alex-off", dict(os.environ, ALEX_
     b.stdin.close()
     rows = b.stdout.read().split()
     b.wait()
-    out += [tag, n >= 200 if tag == "plain" else n, rows[-1] if rows else "-"]
+    out += [tag, n >= 192 if tag == "plain" else n, rows[-1] if rows else "-"]
 print(*out)'
 
 # The presence lock's descriptor swept by the program (close_range) and
@@ -647,7 +647,7 @@ rows = a.stdout.read().split()
 a.wait(); b.stdin.close(); brows = b.stdout.read().split(); b.wait()
 spans = json.load(open(d + "/a.json"))["intercepted"]["span_locks"]
 print("ok" if rows == ["300"] and brows == ["300"] else "rows %s %s" % (rows, brows),
-      "ok" if 100 <= spans <= 112 else "spans %d" % spans)'
+      "ok" if 92 <= spans <= 104 else "spans %d" % spans)'
 
 # The span lock lost in the middle of a write transaction: a descriptor of
 # the file opened and closed by raw system calls (as Go's runtime makes
@@ -1292,6 +1292,86 @@ for v in (2, 3, 4):
 w.stdin.close(); w.wait()
 out.append("ok" if q() == 4 and w.returncode == 0 else "bad")
 print(" ".join(map(str, out)))'
+unset ALEX_SYNC
+
+# threads only when there is work for them (docs/LOCKS.md, "Threads"): a
+# program on a database in WAL mode -- put there new, or opened so -- stays
+# single-threaded, so glibc's mutexes (SQLite's) stay free of atomics; the
+# commit that puts it there (through the log, the last one) is synced before
+# it returns, no thread being there to keep its window; a program that
+# commits in rollback mode gets the syncing thread at its first commit
+export ALEX_SYNC=normal
+scenario threads-wal "1 1 200" '
+import os, sqlite3, sys
+d = sys.argv[1]
+def threads(): return len(os.listdir("/proc/self/task"))
+c = sqlite3.connect(d + "/x.db", isolation_level=None)
+c.execute("pragma journal_mode=wal"); c.execute("create table t(x)")
+for i in range(100): c.execute("insert into t values(?)", (i,))
+a = threads()
+c.close()
+c = sqlite3.connect(d + "/x.db", isolation_level=None)
+for i in range(100): c.execute("insert into t values(?)", (i,))
+print(a, threads(), c.execute("select count(*) from t").fetchone()[0])'
+for stage in 1 0; do
+	ALEX_STAGE=$stage scenario "threads-wal-switch-synced-stage$stage" "True 1 2" '
+import os, sqlite3, subprocess, sys
+d = sys.argv[1]; db = d + "/x.db"
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run(["sqlite3", db, "create table t(x); insert into t values(0)"], env=plain, check=True)
+child = """
+import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("pragma journal_mode=wal")
+os.write(2, b"MARK-WAL\\n")
+time.sleep(0.2)
+a = len(os.listdir("/proc/self/task"))
+d = sqlite3.connect(os.path.dirname(sys.argv[1]) + "/y.db", isolation_level=None)
+d.execute("create table u(x)"); d.execute("insert into u values(1)")
+print(a, len(os.listdir("/proc/self/task")))
+"""
+r = subprocess.run(["strace", "-f", "-y", "-e", "trace=pwrite64,fdatasync,fsync,write",
+                    "-o", d + "/tr", sys.executable, "-c", child, db],
+                   capture_output=True, text=True)
+before = open(d + "/tr").read().split("MARK-WAL")[0].splitlines()
+def log(l): return "x.db-alex" in l and "-shm>" not in l
+last = max(i for i, l in enumerate(before) if "pwrite64(" in l and log(l))
+synced = any(("fdatasync(" in l or "fsync(" in l) and log(l) for l in before[last:])
+print(synced, r.stdout.strip())'
+done
+unset ALEX_SYNC
+
+# ... and a fork()ed child, which inherits its parent's unsynced clock: its
+# commit asks for a thread all the same and is synced within the window,
+# not at its exit (review: the first form of the rule left it unsynced
+# until then).  The window is 100 ms; the child stays 600 ms.
+export ALEX_SYNC=normal
+for stage in 0 1; do
+	ALEX_STAGE=$stage scenario "threads-fork-child-synced-stage$stage" "True 2" '
+import os, sqlite3, subprocess, sys
+d = sys.argv[1]; db = d + "/x.db"
+child = """
+import os, sqlite3, sys, time
+db = sys.argv[1]
+c = sqlite3.connect(db, isolation_level=None); c.execute("create table t(x)")
+time.sleep(0.3); c.execute("insert into t values(1)")
+if os.fork(): os._exit(0)
+time.sleep(0.02)
+c2 = sqlite3.connect(db, isolation_level=None)
+c2.execute("insert into t values(2)"); os.write(2, b"MARK-CHILD\\n")
+time.sleep(0.6)
+os.write(2, b"MARK-END\\n")
+"""
+subprocess.run(["strace", "-f", "-y", "-e", "trace=fdatasync,fsync,write", "-o", d + "/tr",
+                sys.executable, "-c", child, db], capture_output=True, text=True)
+tr = open(d + "/tr").read()
+between = tr.split("MARK-CHILD")[1].split("MARK-END")[0]
+synced = any(("fdatasync(" in l or "fsync(" in l) and "x.db-alex" in l and "-shm>" not in l
+             for l in between.splitlines())
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+n = subprocess.run(["sqlite3", db, "select count(*) from t"], env=plain, capture_output=True, text=True).stdout.strip()
+print(synced, n)'
+done
 unset ALEX_SYNC
 
 echo "regress: $pass passed, $fail failed"
