@@ -242,6 +242,8 @@ static void test_settings(void)
 	}
 	unsigned long long us = 0;
 	alex_cfg.test_merge_us = number("ALEX_TEST_MERGE_US", 0, 1000000, &us) ? 0 : (unsigned)us;
+	us = 0;
+	alex_cfg.test_close_us = number("ALEX_TEST_CLOSE_US", 0, 10000000, &us) ? 0 : (unsigned)us;
 	unsigned long long alone = 0;
 	alex_cfg.test_span_alone = number("ALEX_TEST_SPAN_ALONE", 0, 1, &alone) ? 0 : (int)alone;
 }

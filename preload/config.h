@@ -45,6 +45,8 @@ struct alex_pconfig {
 	struct alex_test_cfg test_cfg;
 	unsigned test_merge_us; /* ALEX_TEST_MERGE_US: the flusher's merge
 				   holds its locks this much longer (staging.c) */
+	unsigned test_close_us; /* ALEX_TEST_CLOSE_US: the last close pauses
+				   this long before its EXCLUSIVE (serve.c) */
 	int test_span_alone; /* ALEX_TEST_SPAN_ALONE: every process takes the
 				span lock as if it were alone (span.c) */
 #endif

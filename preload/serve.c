@@ -271,6 +271,10 @@ void alex_serve_close(struct pdb *db)
 	 * process has no SQLite descriptor left on the file, so closing ours
 	 * drops nothing of SQLite's. */
 	int xfd = -1, held = 0;
+#ifdef ALEX_TESTING
+	if (alex_cfg.test_close_us) /* another process's lock taken meanwhile (rest.sh) */
+		usleep(alex_cfg.test_close_us);
+#endif
 	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg)) {
 		xfd = exclusive_hold(db->path, 1, &held);
 		/* a lock taken after alex_serve_close_wait looked, by a process

@@ -167,5 +167,59 @@ t "a read transaction past the wait: the close says so ($(head -c 300 "$d/writer
 out=$(LD_PRELOAD=$lib sqlite3 "$d/a.db" "select count(*) from t; pragma integrity_check" 2>&1)
 t "... and the owner's next open has all $n rows ($out)" [ "$out" = "$n"$'\n'"ok" ]
 
+# ... and the window behind the wait: the reader takes SHARED after the
+# writer's last close looked for other processes' locks and before its
+# EXCLUSIVE (ALEX_TEST_CLOSE_US holds the close in between).  The close
+# must wait that lock out, as it would have had the reader held it at the
+# look, then checkpoint: no warning, plain SQLite reads every row.  Without
+# that the close gave up at once, left the file fenced and said so (the
+# fresh-clone CI failure of df1e4ac's stop: rest.sh's racing processes).
+d=$tmp/window; mkdir -p "$d"; chmod 755 "$d"
+sqlite3 "$d/a.db" "create table t(x); insert into t values(0)"
+chmod 644 "$d/a.db"
+out=$(python3 - "$d/a.db" "$B/libalex-test.so" "$grp" "$lib" "$py" <<'PY' 2>&1
+import os, subprocess, sys, time
+db, testlib, grp, lib, py = sys.argv[1:6]
+R = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("select count(*) from t").fetchall()
+print("ready", flush=True)
+sys.stdin.readline()
+c.execute("begin"); c.execute("select count(*) from t").fetchall()
+time.sleep(0.6)
+c.execute("commit")
+print("released", flush=True)
+sys.stdin.readline()
+"""
+W = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("insert into t values(1)")
+print("closing", flush=True)
+c.close()
+"""
+r = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=" + grp, "--clear-groups",
+                      "env", "LD_PRELOAD=" + lib, py, "-c", R, db],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+assert r.stdout.readline().strip() == "ready"
+w = subprocess.Popen([sys.executable, "-c", W, db],
+                     env=dict(os.environ, LD_PRELOAD=testlib, ALEX_TEST_CLOSE_US="500000",
+                              ALEX_CLOSE_WAIT_MS="2000"),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+assert w.stdout.readline().strip() == "closing"
+time.sleep(0.2)            # the writer is past its look, in its pause (500 ms)
+r.stdin.write("go\n"); r.stdin.flush()   # SHARED from about 200 to 800 ms
+err = w.stderr.read()
+w.wait()
+assert r.stdout.readline().strip() == "released"
+r.stdin.write("end\n"); r.stdin.flush(); r.wait()
+print("warning" if "closed with commits" in err else "quiet", w.returncode, r.returncode)
+PY
+)
+t "a reader's lock taken in the last close's window is waited out ($out)" [ "$out" = "quiet 0 0" ]
+out=$(sqlite3 "$d/a.db" "select count(*) from t; pragma integrity_check" 2>&1)
+t "... and plain SQLite reads every row ($out)" [ "$out" = "2"$'\n'"ok" ]
+
 echo "readers: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
