@@ -38,7 +38,6 @@ static uint32_t skip_sw(const uint8_t *old, const uint8_t *img, uint32_t i)
 }
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
 #include <sys/platform/x86.h>

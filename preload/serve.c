@@ -159,34 +159,6 @@ static struct flock lock_range(void)
 			       .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
 }
 
-/* Takes SQLite's EXCLUSIVE lock on path without blocking: the descriptor
- * that holds it, or -1 -- *held 1 if another process uses the database,
- * 0 if the file could not be opened.  Asked up to `tries` times, 2 ms
- * apart, while another process holds a lock. */
-static int exclusive_hold(const char *path, unsigned tries, int *held)
-{
-	struct flock l = lock_range();
-	int fd = REAL(open)(path, O_RDWR | O_CLOEXEC);
-
-	*held = 0;
-	if (fd < 0)
-		return -1;
-	for (unsigned i = 0; i < tries; i++) {
-		if (i) {
-			struct timespec ts = { 0, 2 * 1000 * 1000 };
-			nanosleep(&ts, NULL);
-		}
-		uint64_t t0 = ALEX_TRACE_T0();
-		int r = REAL(fcntl)(fd, F_SETLK, &l);
-		alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
-		if (r == 0)
-			return fd;
-	}
-	*held = 1;
-	REAL(close)(fd);
-	return -1;
-}
-
 /* Does the close leave pages behind if it cannot checkpoint? */
 static int holds(struct pdb *db)
 {
@@ -209,6 +181,43 @@ static int lock_held(int fd)
 	return r == 0 && l.l_type != F_UNLCK;
 }
 
+/* The wait's step for another process's lock (ALEX_CLOSE_WAIT_MS / 2 of them) */
+static void nap(void)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/* Takes SQLite's EXCLUSIVE lock on db's file without blocking: the
+ * descriptor that holds it, or -1 -- *held 1 if another process uses the
+ * database, 0 if the file could not be opened.  A lock taken after
+ * alex_serve_close_wait looked (by a process that holds no writer lock on
+ * the log: it may not write, or its engine opened before the log was
+ * made) is waited out as that would have, unless it spent its wait
+ * already (readers.sh: the close's window). */
+static int exclusive_hold(struct pdb *db, int *held)
+{
+	struct flock l = lock_range();
+	int fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
+
+	*held = 0;
+	if (fd < 0)
+		return -1;
+	for (unsigned i = 0;; i++) {
+		uint64_t t0 = ALEX_TRACE_T0();
+		int r = REAL(fcntl)(fd, F_SETLK, &l);
+		alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETLK, r, &l);
+		if (r == 0)
+			return fd;
+		if (i >= alex_cfg.close_wait_ms / 2 || (i == 0 && (db->close_waited || !strands(db))))
+			break;
+		nap();
+	}
+	*held = 1;
+	REAL(close)(fd);
+	return -1;
+}
+
 /*
  * Before the last close, with no lock of the process held (pdb.c: the
  * close itself runs under `life`, which every open and fork of the process
@@ -228,6 +237,7 @@ static int lock_held(int fd)
  */
 void alex_serve_close_wait(struct pdb *db)
 {
+	db->close_waited = 0;
 	pthread_mutex_lock(&db->mu);
 	int fd = db->eng && !db->readonly && holds(db) ? alex_db_fd(db->eng) : -1;
 	pthread_mutex_unlock(&db->mu);
@@ -239,8 +249,7 @@ void alex_serve_close_wait(struct pdb *db)
 	pthread_mutex_unlock(&db->mu);
 	db->close_waited = want;
 	for (unsigned i = 1; want && i <= alex_cfg.close_wait_ms / 2; i++) {
-		struct timespec ts = { 0, 2 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		nap();
 		if (!lock_held(fd))
 			return;
 		if (i % 10 == 0) { /* a writer that was opening meanwhile */
@@ -272,18 +281,11 @@ void alex_serve_close(struct pdb *db)
 	 * drops nothing of SQLite's. */
 	int xfd = -1, held = 0;
 #ifdef ALEX_TESTING
-	if (alex_cfg.test_close_us) /* another process's lock taken meanwhile (rest.sh) */
+	if (alex_cfg.test_close_us) /* another process's lock taken meanwhile (readers.sh) */
 		usleep(alex_cfg.test_close_us);
 #endif
-	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg)) {
-		xfd = exclusive_hold(db->path, 1, &held);
-		/* a lock taken after alex_serve_close_wait looked, by a process
-		 * whose engine opened before this one made the log (it holds no
-		 * writer lock on it), is waited out as that would have
-		 * (rest.sh: racing short processes) */
-		if (held && !db->close_waited && strands(db))
-			xfd = exclusive_hold(db->path, alex_cfg.close_wait_ms / 2, &held);
-	}
+	if (!rc && !db->readonly && (alex_cfg.engine.checkpoint_on_close || db->stg))
+		xfd = exclusive_hold(db, &held);
 	if (held && strands(db))
 		alex_msg(ALEX_MSG_WARN, "%s: closed with commits in its log while another process held "
 			 "the database: SQLite without ALEX refuses the file until a process with ALEX that "
@@ -508,8 +510,6 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 
 /* ---- transaction boundaries ---------------------------------------------- */
 
-/* if_open: nothing at all (not even the lock's second turn) when no
- * transaction is open */
 /* Commits of this process not yet durable, in the log or the staging
  * log (a carried epoch's copy is not one: carry.c syncs it inline when no
  * thread takes it) */
@@ -541,6 +541,8 @@ static int sync_inline(struct pdb *db)
 	return rc ? rc : alex_sync(db->eng);
 }
 
+/* if_open: nothing at all (not even the lock's second turn) when no
+ * transaction is open */
 static int serve_commit(struct pdb *db, int if_open)
 {
 	int err = 0, saved = errno, kick = 0;
