@@ -190,7 +190,13 @@ static void nap(void)
 
 /* Takes SQLite's EXCLUSIVE lock on db's file without blocking: the
  * descriptor that holds it, or -1 -- *held 1 if another process uses the
- * database, 0 if the file could not be opened.  A lock taken after
+ * database, 0 if the file could not be opened.  A program that dropped
+ * its privileges since it opened the database (a server that opens as
+ * root, then becomes its own user) may not open the file again: the
+ * engine's descriptor, opened with them, serves through a copy (a POSIX
+ * lock is the process's through any descriptor, and closing the copy
+ * drops it; the engine's own locks are of its description, which the
+ * copy's close leaves).  A lock taken after
  * alex_serve_close_wait looked (by a process that holds no writer lock on
  * the log: it may not write, or its engine opened before the log was
  * made) is waited out as that would have, unless it spent its wait
@@ -198,9 +204,11 @@ static void nap(void)
 static int exclusive_hold(struct pdb *db, int *held)
 {
 	struct flock l = lock_range();
-	int fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
+	int fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC), own;
 
 	*held = 0;
+	if (fd < 0 && (errno == EACCES || errno == EPERM) && (own = alex_db_fd(db->eng)) >= 0)
+		fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	for (unsigned i = 0;; i++) {
