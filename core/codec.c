@@ -11,18 +11,20 @@
  *       codec is lossless for any block, b-tree page or not.
  *  LZ4  for a block GAP cannot shrink enough: stored compressed only when
  *       that saves compress_min_saving_pct of it (the paper's R_min); in
- *       AUTO mode a block whose bytes look random is not tried (below), and
- *       a run of blocks that do not compress makes us skip the attempt for
- *       a while (the paper's T_min, adapted).
+ *       AUTO mode a run of blocks that do not compress makes us skip the
+ *       attempt for a while (the paper's T_min, adapted).
  *
  * What an attempt costs is on the commit's path: 2.9 us for a page of
  * repeated text, 6.3 us for one of random bytes that then fails, 10 us for
- * prose (LZ4's acceleration 1, here).  With ALEX_SYNC=normal the log's
- * bytes reach the device later, in the background, and the commit waits
- * only for the CPU: there LZ4 runs at acceleration 4 (the same format; a
- * third to half the time for 10-15 % more bytes: docs/BENCHMARKS.md,
- * thirtieth session).  FULL mode waits for the device at every commit,
- * where each byte saved is time saved, and keeps acceleration 1.
+ * prose (LZ4's acceleration 1, here).  An engine whose commits do not wait
+ * for the device (ALEX_SYNC=normal without staging, or the staging log,
+ * whose bytes the merge encodes again below) spends less: LZ4 at
+ * acceleration 4 (the same format; a third to half the time for 5-26 %
+ * more bytes: docs/BENCHMARKS.md, thirtieth session), and in AUTO mode no
+ * attempt on a block whose bytes look random (looks_random).  FULL mode
+ * waits for the device at every commit, where each byte saved is time
+ * saved, and so does the log below a staging log (FULL while it has one:
+ * io_over.c): acceleration 1, every block tried.
  */
 #include <lz4.h>
 #include <string.h>
@@ -40,10 +42,10 @@
 /* The sample: SAMPLE_RUN bytes at every SAMPLE_STEP, 512 in all */
 #define SAMPLE_RUN 16
 #define SAMPLE_STEP 128
-/* Below this sum of squared byte counts the sample looks random (a
- * collision entropy above 6.2 bits a byte).  Pages of this project's
- * workloads fell on two sides of it: those LZ4 could not shrink by 10 %
- * at 2 048-2 474, those it could at 5 600 and above. */
+/* Below this sum of squared byte counts the sample looks random.  Pages
+ * of this project's workloads fell on two sides of it: those LZ4 could
+ * not shrink by 10 % at 2 048-2 474, those it could at 5 600 and above;
+ * but see looks_random for pages it misjudges. */
 #define RANDOM_BELOW 3500u
 
 static uint32_t be16(const uint8_t *p)
@@ -96,11 +98,15 @@ static uint32_t pack_gap(const uint8_t *blk, uint32_t hdr_at, uint8_t *out, uint
 /*
  * Could LZ4 shrink blk at all?  LZ4 saves by repeats, and a block whose
  * bytes are spread evenly over all 256 values (random blobs, compressed or
- * encrypted content, hashes) has none worth a token.  The sum of squared
- * byte counts of a sample tells it for about 1 500 instructions, where a
- * failed attempt costs 25 000-60 000.  Wrong only at the cost of bytes: a
- * block of random bytes repeated at a short period (duplicate blobs in
- * one page) may look random here and is then stored raw.
+ * encrypted content) has none worth a token.  The sum of squared byte
+ * counts of a sample tells it for about 1 500 instructions, where a failed
+ * attempt costs 25 000-60 000.  Blind to repeats longer than the sample's
+ * runs: random bytes repeated at a period of a few hundred bytes or more
+ * (duplicate blobs), or rows of a hash or key with short columns that
+ * repeat, look random here though LZ4 would shrink them by 10-75 % (a
+ * review's pages).  So it is asked only where bytes are cheap (above), and
+ * a block it turns away is not a miss: it never pauses LZ4 for the blocks
+ * after it.
  */
 static int looks_random(const uint8_t *blk)
 {
@@ -133,8 +139,9 @@ uint32_t alex_codec_pack(struct alex_db *db, const uint8_t *blk, int hdr_at, uin
 		db->lz4_skip--;
 		goto raw;
 	}
-	if (cfg->compress == ALEX_COMPRESS_AUTO && looks_random(blk))
-		goto miss;
+	int cheap = cfg->sync != ALEX_SYNC_FULL;
+	if (cheap && cfg->compress == ALEX_COMPRESS_AUTO && looks_random(blk))
+		goto raw;
 	/* A stream reset the fast way instead of the 16 KiB memset that
 	 * LZ4_compress_default pays per call; with no dictionary the output
 	 * is an independent LZ4 block.  LZ4 stops and returns 0 when the
@@ -146,13 +153,12 @@ uint32_t alex_codec_pack(struct alex_db *db, const uint8_t *blk, int hdr_at, uin
 		LZ4_resetStream_fast(db->lz4);
 	}
 	int z = LZ4_compress_fast_continue(db->lz4, (const char *)blk, (char *)out, ALEX_BLOCK,
-					   room, cfg->sync == ALEX_SYNC_FULL ? 1 : ACCEL_NORMAL);
+					   room, cheap ? ACCEL_NORMAL : 1);
 	if (z > 0) {
 		db->lz4_misses = 0;
 		*flags = ALEX_BLK_LZ4;
 		return (uint32_t)z;
 	}
-miss:
 	if (++db->lz4_misses >= AUTO_MISSES) {
 		db->lz4_misses = 0;
 		db->lz4_skip = AUTO_SKIP;
