@@ -24,6 +24,7 @@
 #include "span.h"
 #include "mmap.h"
 #include "multidb.h"
+#include "pdb.h"
 #include "real.h"
 #include "serve.h"
 #include "trace.h"
@@ -190,13 +191,16 @@ static void nap(void)
 
 /* Takes SQLite's EXCLUSIVE lock on db's file without blocking: the
  * descriptor that holds it, or -1 -- *held 1 if another process uses the
- * database, 0 if the file could not be opened.  A program that dropped
- * its privileges since it opened the database (a server that opens as
- * root, then becomes its own user) may not open the file again: the
- * engine's descriptor, opened with them, serves through a copy (a POSIX
- * lock is the process's through any descriptor, and closing the copy
- * drops it; the engine's own locks are of its description, which the
- * copy's close leaves).  A lock taken after
+ * database, 0 if the file could not be opened.  Through a copy of the
+ * engine's own descriptor, the file the checkpoint writes: a POSIX lock is
+ * the process's through any descriptor of the file, and closing the copy
+ * drops it (the engine's locks are of its description, which the copy's
+ * close leaves).  Not by the name, which may stand for another file now
+ * (renamed away: the checkpoint went nowhere and the file stayed fenced;
+ * replaced: another file locked), or for one the program may no longer
+ * open (a server that opened it as root, then became its own user:
+ * review).  By the name only if the program closed the engine's
+ * descriptor behind ALEX's back.  A lock taken after
  * alex_serve_close_wait looked (by a process that holds no writer lock on
  * the log: it may not write, or its engine opened before the log was
  * made) is waited out as that would have, unless it spent its wait
@@ -204,11 +208,13 @@ static void nap(void)
 static int exclusive_hold(struct pdb *db, int *held)
 {
 	struct flock l = lock_range();
-	int fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC), own;
+	int own = alex_db_fd(db->eng), fd = -1;
 
 	*held = 0;
-	if (fd < 0 && (errno == EACCES || errno == EPERM) && (own = alex_db_fd(db->eng)) >= 0)
+	if (own >= 0 && alex_fd_is(own, db->dev, db->ino))
 		fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	for (unsigned i = 0;; i++) {
