@@ -191,16 +191,21 @@ static void nap(void)
 
 /* Takes SQLite's EXCLUSIVE lock on db's file without blocking: the
  * descriptor that holds it, or -1 -- *held 1 if another process uses the
- * database, 0 if the file could not be opened.  Through a copy of the
- * engine's own descriptor, the file the checkpoint writes: a POSIX lock is
- * the process's through any descriptor of the file, and closing the copy
- * drops it (the engine's locks are of its description, which the copy's
- * close leaves).  Not by the name, which may stand for another file now
- * (renamed away: the checkpoint went nowhere and the file stayed fenced;
- * replaced: another file locked), or for one the program may no longer
- * open (a server that opened it as root, then became its own user:
- * review).  By the name only if the program closed the engine's
- * descriptor behind ALEX's back.  A lock taken after
+ * database, 0 if the file could not be had.  The checkpoint that follows
+ * writes through the engine's descriptor, so that must still be the
+ * database (a program that closed it behind ALEX's back: no checkpoint,
+ * the log keeps the data: review).  While the name still leads to that
+ * file, the lock is taken through a copy of the engine's descriptor: a
+ * POSIX lock is the process's through any descriptor of the file, and
+ * closing the copy drops it (the engine's own locks are of its
+ * description, which the copy's close leaves) -- so a program that gave up
+ * the privileges it opened the database with (a server that starts as
+ * root) still checkpoints, where an open by the name fails.  A name that
+ * leads elsewhere is taken as before, by the name -- not the file the
+ * engine has, which other processes may reach by another name, without
+ * this log, and write as a plain file: a checkpoint there would write this
+ * log's pages over theirs (review: a database renamed away while open,
+ * then written under its new name).  A lock taken after
  * alex_serve_close_wait looked (by a process that holds no writer lock on
  * the log: it may not write, or its engine opened before the log was
  * made) is waited out as that would have, unless it spent its wait
@@ -208,12 +213,18 @@ static void nap(void)
 static int exclusive_hold(struct pdb *db, int *held)
 {
 	struct flock l = lock_range();
-	int own = alex_db_fd(db->eng), fd = -1;
+	int own = alex_db_fd(db->eng), fd;
+	struct stat64 st;
 
 	*held = 0;
-	if (own >= 0 && alex_fd_is(own, db->dev, db->ino))
+	if (own < 0 || !alex_fd_is(own, db->dev, db->ino)) {
+		alex_msg(ALEX_MSG_WARN, "%s: the program closed ALEX's descriptor of the database: no "
+			 "checkpoint at close (the log keeps the data)", db->path);
+		return -1;
+	}
+	if (REAL(stat64)(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino)
 		fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
+	else
 		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
