@@ -222,9 +222,11 @@ static int exclusive_hold(struct pdb *db, int *held)
 			 "checkpoint at close (the log keeps the data)", db->path);
 		return -1;
 	}
-	if (REAL(stat64)(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino)
+	if (REAL(stat64)(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino) {
+		uint64_t t0 = ALEX_TRACE_T0();
 		fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
-	else
+		alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, own, t0, F_DUPFD_CLOEXEC, fd, NULL);
+	} else
 		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
