@@ -36,6 +36,18 @@ static void noise(uint8_t *b, uint64_t seed)
 	}
 }
 
+/* Packs n blocks of noise (seeds seed, seed + 1, ...): each stored raw. */
+static void pack_noise(int n, uint64_t seed)
+{
+	uint32_t lz4;
+
+	for (int i = 0; i < n; i++) {
+		noise(blk, seed + (uint64_t)i);
+		alex_codec_pack(db, blk, -1, out, &lz4);
+		cr_assert_eq(lz4, 0, "noise block %d", i);
+	}
+}
+
 /* Text-like content compresses, is flagged, and decodes to the same block. */
 Test(codec, compressible_block_round_trips)
 {
@@ -118,11 +130,7 @@ Test(codec, auto_pauses_after_a_run_of_misses)
 	uint32_t lz4;
 
 	db->cfg.compress = ALEX_COMPRESS_AUTO;
-	for (int i = 0; i < 8; i++) {
-		noise(blk, 100 + (uint64_t)i);
-		alex_codec_pack(db, blk, -1, out, &lz4);
-		cr_assert_eq(lz4, 0);
-	}
+	pack_noise(8, 100);
 	for (int i = 0; i < 64; i++) {
 		cr_assert_eq(alex_codec_pack(db, zeros, -1, out, &lz4), BLK, "skipped block %d", i);
 		cr_assert_eq(lz4, 0);
@@ -138,11 +146,7 @@ Test(codec, a_hit_resets_the_miss_count)
 	uint32_t lz4;
 
 	for (int round = 0; round < 2; round++) {
-		for (int i = 0; i < 7; i++) {
-			noise(blk, 200 + (uint64_t)(round * 10 + i));
-			alex_codec_pack(db, blk, -1, out, &lz4);
-			cr_assert_eq(lz4, 0);
-		}
+		pack_noise(7, 200 + (uint64_t)round * 10);
 		alex_codec_pack(db, zeros, -1, out, &lz4);
 		cr_assert_eq(lz4, ALEX_BLK_LZ4, "round %d", round);
 	}
@@ -226,11 +230,7 @@ Test(codec, random_looking_blocks_never_pause_lz4)
 	uint32_t lz4;
 
 	db->cfg.sync = ALEX_SYNC_NORMAL;
-	for (int i = 0; i < 20; i++) {
-		noise(blk, 400 + (uint64_t)i);
-		alex_codec_pack(db, blk, -1, out, &lz4);
-		cr_assert_eq(lz4, 0);
-	}
+	pack_noise(20, 400);
 	cr_expect_lt(alex_codec_pack(db, zeros, -1, out, &lz4), BLK);
 	cr_expect_eq(lz4, ALEX_BLK_LZ4);
 }
