@@ -45,8 +45,11 @@ enum {
 	ALEX_EKEY = -1011,     /* the database is encrypted with another key */
 	ALEX_ENOKEY = -1012,   /* the database or its log is encrypted, and no
 				  key was given */
-	ALEX_EPLAIN = -1013    /* a key was given, and the database or its log
+	ALEX_EPLAIN = -1013,   /* a key was given, and the database or its log
 				  is not encrypted (alex encrypt converts it) */
+	ALEX_EORPHAN = -1014   /* the database file carries the fence of a log
+				  that is not beside it: moved, renamed or
+				  deleted while it held pages (alex recover) */
 };
 
 /* The logical files of one database. */
@@ -91,6 +94,10 @@ struct alex_config {
 	int remove_log;                   /* alex_close removes the log when it
 					     holds nothing and no other engine has
 					     it open (libalex.so; default 0) */
+	int orphan_ok;                    /* a database fenced by a log that is
+					     gone opens as of its last checkpoint,
+					     the fence still on (alex recover);
+					     otherwise ALEX_EORPHAN (default 0) */
 	const struct alex_key *key;       /* encrypt the database file and the log
 					     with it (xts.h, docs/ENCRYPTION.md);
 					     NULL: neither is (default) */

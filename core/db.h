@@ -19,6 +19,9 @@
 /* Inside the engine only: another process made the log first; it is open
  * now, and must be recovered before this engine appends to it. */
 #define ALEX_EADOPT (-1101)
+/* Inside the engine only: the database file's mark changed while the log
+ * was looked for (a last close removing it): look again. */
+#define ALEX_ERACED (-1102)
 
 /* What the database file's first bytes carry (protect.c). */
 enum alex_mark_kind {

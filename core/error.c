@@ -23,6 +23,8 @@ const char *alex_strerror(int code)
 	case ALEX_ENOKEY: return "the database is encrypted, and no key was given (ALEX_KEY_FILE)";
 	case ALEX_EPLAIN: return "the database is not encrypted, and a key was given (alex encrypt "
 				 "converts it)";
+	case ALEX_EORPHAN: return "the database carries the fence of an ALEX log that is not beside "
+				  "it (moved, renamed or deleted while it held the newest pages)";
 	}
 	/* strerror is not thread-safe for unknown codes only; these are known */
 	return code > 0 ? strerror(code) : "unknown ALEX error";

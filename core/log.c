@@ -674,11 +674,17 @@ int alex_log_remove(struct alex_db *db)
 	 * it would hold this log open. */
 	if (alex_stage_unmerged(db))
 		return ALEX_EINUSE;
+	/* no mark of this log left on the database file, durably, before
+	 * its name goes: a fence with no log is a database moved away from
+	 * it (protect.c) */
+	int err;
+	if ((err = alex_protect_settle(db)))
+		return err;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
 	alex_shm_retire(db);
 	o->unlink(db->io.ctx, db->shm_path);
-	int err = o->unlink(db->io.ctx, db->log_path);
+	err = o->unlink(db->io.ctx, db->log_path);
 	alex_log_drop(db);
 	db->epoch_live = 0;
 	return err;

@@ -223,7 +223,18 @@ int alex_open(const char *db_path, const struct alex_config *cfg, const struct a
 		db->cfg.exclusive = 0;
 	}
 	db->rec_locked = db->cfg.exclusive;
-	if ((err = alex_bases_open(db)) || (err = alex_log_open(db)))
+	/* a close removing the log meanwhile: see alex_protect_orphaned */
+	for (int look = 0;; look++) {
+		if ((err = alex_bases_open(db)) || (err = alex_log_open(db)))
+			goto fail;
+		if ((err = alex_protect_orphaned(db)) != ALEX_ERACED)
+			break;
+		if (look == 8) {
+			err = ALEX_EINUSE;
+			break;
+		}
+	}
+	if (err)
 		goto fail;
 	alex_shm_look_begin(db, &look);
 	if ((err = alex_recover(db)) || (err = alex_protect_check_base(db)))

@@ -41,6 +41,13 @@
  * the mark, before any commit), the true bytes are put back from the mark.
  * Logs of format 1 marked byte 19 only (a "legacy" mark, restored from byte
  * 18, which SQLite keeps equal to it); their epochs are not fenced.
+ *
+ * The log is made, its name synced, before its first mark, and it is
+ * removed only after the base carries no mark of it, synced (settle,
+ * below).  So a fence with no log beside it is never what ALEX left: the
+ * log went another way (moved or deleted, the database moved or linked
+ * away from it), and the file holds only its last checkpoint.  Such a
+ * file is refused (orphaned, below), as SQLite without ALEX refuses it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -49,6 +56,7 @@
 #include "bytes.h"
 #include "crc32c.h"
 #include "db.h"
+#include "engine.h"
 #include "log.h"
 #include "protect.h"
 
@@ -461,4 +469,86 @@ int alex_protect_check_base(struct alex_db *db)
 			err = ALEX_EFOREIGN;
 	free(blk);
 	return err;
+}
+
+/* The base's mark as it is now, read again. */
+static int mark_now(struct alex_db *db, uint8_t h[HDR], size_t *got, uint64_t *size,
+		    struct alex_mark *m)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int fd = db->base_fd[ALEX_FILE_DB], err;
+
+	*got = 0;
+	memset(h, 0, HDR);
+	if ((err = o->size(db->io.ctx, fd, size)) ||
+	    (*size && (err = o->pread(db->io.ctx, fd, h, HDR, 0, got))))
+		return err;
+	read_mark(h, *got, *size, m);
+	return 0;
+}
+
+/*
+ * A close that removes its log unmarks first: an open that read the mark
+ * before that and looked for the log after finds the log gone and the
+ * fence on.  Read once more after the log was found missing, the mark is
+ * then gone (or another log's, made since): only the same fence, read
+ * again, has no log.
+ */
+int alex_protect_orphaned(struct alex_db *db)
+{
+	struct alex_mark m;
+	uint8_t h[HDR];
+	uint64_t size;
+	size_t got;
+	int err;
+
+	if (!db->cfg.protect_base || db->cfg.orphan_ok || db->log_fd >= 0 ||
+	    db->base_fd[ALEX_FILE_DB] < 0 || !db->mark.has_fence)
+		return 0;
+	if ((err = mark_now(db, h, &got, &size, &m)))
+		return err;
+	if (!m.has_fence || m.fence != db->mark.fence || m.kind != db->mark.kind)
+		return ALEX_ERACED;
+	return ALEX_EORPHAN;
+}
+
+/*
+ * A checkpoint's unmark is not synced (top of this file), nor perhaps
+ * another engine's; a crash or a failed unmark may have left a mark of an
+ * epoch that is over.  Were the log's name to go first, a power cut could
+ * leave the fence with no log beside it.  The log holds nothing, and no
+ * other engine has it open: any mark of it is stale, and comes off.  A
+ * fence naming another log (one put in this log's place) is left on: its
+ * pages are that log's, wherever it is.
+ */
+int alex_protect_settle(struct alex_db *db)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int fd = db->base_fd[ALEX_FILE_DB], err;
+	struct alex_mark m;
+	uint8_t h[HDR];
+	uint64_t size;
+	size_t got;
+
+	if (!db->cfg.protect_base || fd < 0)
+		return 0;
+	if ((err = mark_now(db, h, &got, &size, &m)))
+		return err;
+	int foreign = m.has_fence && !db->log_stub && db->log_fd >= 0 &&
+		      (uint32_t)m.fence != (uint32_t)alex_protect_fence(&db->hdr);
+	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
+	if (m.kind == ALEX_MARK_PLACEHOLDER || m.kind == ALEX_MARK_TORN) {
+		if (!foreign && (err = o->ftruncate(db->io.ctx, fd, 0)))
+			return err;
+	} else if (m.kind == ALEX_MARK_SQLITE && !foreign) {
+		alex_protect_unmask(h, got);
+		db->mark = m;
+		if ((err = alex_protect_clear(db, h, size < got ? size : got)))
+			return err;
+	}
+	if (!foreign)
+		memset(&db->mark, 0, sizeof db->mark);
+	/* a carried copy's sync may be in flight: its error is this one's */
+	err = alex_sync_settle(db, fd);
+	return err ? err : o->fdatasync(db->io.ctx, fd);
 }

@@ -52,4 +52,12 @@ int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR]);
  * 0 or ALEX_EFOREIGN. */
 int alex_protect_check_base(struct alex_db *db);
 
+/* No log at the log's name (db->log_fd < 0): is the base fenced all the
+ * same?  ALEX_EORPHAN if so, ALEX_ERACED if its mark changed meanwhile
+ * (look again), else 0. */
+int alex_protect_orphaned(struct alex_db *db);
+/* Before the log is removed: no mark of this log's on the base, and that
+ * durable (a sync of the base file). */
+int alex_protect_settle(struct alex_db *db);
+
 #endif

@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "io_over.h"
 #include "log.h"
+#include "protect.h"
 #include "recover.h"
 #include "shm.h"
 
@@ -48,7 +49,7 @@ static int quiet(const alex_db *below)
  * a program without ALEX may have written them (the fence is down): their
  * sizes are read again.
  */
-static int reload_log(alex_db *db, int force, int may_abort)
+static int reload_once(alex_db *db, int force, int may_abort)
 {
 	struct alex_loghdr h;
 	int changed, err;
@@ -117,6 +118,21 @@ static int reload_log(alex_db *db, int force, int may_abort)
 			db->epoch_live = 0;
 	}
 	return err;
+}
+
+/* ... and with no log, a fence on the base is a log gone (protect.c) */
+static int reload_log(alex_db *db, int force, int may_abort)
+{
+	for (int look = 0;; look++) {
+		int err = reload_once(db, force, may_abort);
+		if (!err && db->log_fd < 0)
+			err = alex_protect_orphaned(db);
+		if (err != ALEX_ERACED)
+			return err;
+		if (look == 8)
+			return ALEX_EINUSE;
+		force = 1;
+	}
 }
 
 /*

@@ -70,6 +70,14 @@ static void say_open_failed(const struct pdb *db, int rc)
 		alex_msg(ALEX_MSG_ERROR, "wrong key for %s (ALEX_KEY_FILE)", db->path);
 		return;
 	}
+	if (rc == ALEX_EORPHAN) {
+		alex_msg(ALEX_MSG_ERROR, "%s: fenced by an ALEX log that is not beside it as "
+			 "%s-alex (moved, renamed or deleted while it held the newest pages; with "
+			 "%s-alex-stage, if NORMAL mode left one); the database stays closed until "
+			 "they are put back, or, to keep only its last checkpoint: alex recover %s",
+			 db->path, db->path, db->path, db->path);
+		return;
+	}
 	/* a problem of the log names the log, with what to do about it */
 	int logs = rc == ALEX_ECORRUPT || rc == ALEX_EVERSION || rc == ALEX_EFOREIGN;
 	alex_msg(ALEX_MSG_ERROR, "%s%s: %s%s%s", db->path, logs ? "-alex" : "", alex_strerror(rc),

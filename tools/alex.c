@@ -7,7 +7,9 @@
  *   alex stat FILE         what the log holds
  *   alex verify FILE       exit 1 if the log is damaged (not just cut short)
  *   alex recover FILE      salvage what the log holds that is valid into FILE,
- *                          then set the log aside (renamed, never deleted)
+ *                          then set the log aside (renamed, never deleted);
+ *                          FILE fenced by a log that is gone: the mark comes
+ *                          off, and FILE holds its last checkpoint
  *   alex encrypt|decrypt FILE, alex rekey FILE --new-key-file=PATH
  *                          FILE rewritten whole, stored encrypted with the
  *                          key (--key-file=PATH or ALEX_KEY_FILE), in clear,
@@ -257,6 +259,33 @@ static void forget_counter(const char *log)
 	unlink(shm);
 }
 
+/* The database opened without its log, as of its last checkpoint, and
+ * ALEX's mark taken off it, durably: it is a plain database after. */
+static int unfence(const char *path, struct alex_config *cfg)
+{
+	alex_db *db;
+	int rc, fd;
+
+	cfg->orphan_ok = 1;
+	if ((rc = alex_open(path, cfg, NULL, &db)) == 0) {
+		rc = alex_checkpoint(db);
+		alex_close(db);
+	}
+	if (rc) {
+		fprintf(stderr, "alex: %s: cannot clear ALEX's mark: %s\n", path, alex_strerror(rc));
+		return 1;
+	}
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || syscall(SYS_fdatasync, fd) != 0) {
+		fprintf(stderr, "alex: %s: cannot sync it: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			syscall(SYS_close, fd);
+		return 1;
+	}
+	syscall(SYS_close, fd);
+	return 0;
+}
+
 static int recover(const char *path, struct alex_config *cfg)
 {
 	char log[4200], aside[4300], stamp[32];
@@ -269,7 +298,21 @@ static int recover(const char *path, struct alex_config *cfg)
 	snprintf(log, sizeof log, "%s-alex", path);
 	snprintf(aside, sizeof aside, "%s.recovered-%s", log, stamp);
 	if (access(log, F_OK) != 0) {
-		printf("%s: no log, nothing to recover\n", path);
+		/* a fence with no log: the log went without the database */
+		if ((rc = alex_open(path, cfg, NULL, &db)) == 0)
+			alex_close(db);
+		if (rc != ALEX_EORPHAN) {
+			if (rc)
+				fprintf(stderr, "alex: %s: %s\n", path, alex_strerror(rc));
+			else
+				printf("%s: no log, nothing to recover\n", path);
+			return rc != 0;
+		}
+		if (unfence(path, cfg))
+			return 1;
+		forget_counter(log);
+		printf("%s: its log is not beside it; ALEX's mark taken off, the database holds its "
+		       "last checkpoint (the commits after it were in the missing log)\n", path);
 		return 0;
 	}
 	rc = alex_open(path, cfg, NULL, &db);
@@ -298,11 +341,8 @@ static int recover(const char *path, struct alex_config *cfg)
 		return 1;
 	}
 	forget_counter(log);
-	if ((rc = alex_open(path, cfg, NULL, &db)) || (rc = alex_checkpoint(db))) {
-		fprintf(stderr, "alex: %s: cannot clear ALEX's mark: %s\n", path, alex_strerror(rc));
+	if (unfence(path, cfg))
 		return 1;
-	}
-	alex_close(db);
 	printf("%s: log set aside as %s; the database holds its last checkpoint\n", path, aside);
 	return 0;
 }
@@ -375,7 +415,12 @@ static int run(const char *cmd, const char *path, const struct alex_config *cfg,
 	int rc;
 
 	if ((rc = alex_open(path, cfg, NULL, &db))) {
-		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
+		if (rc == ALEX_EORPHAN)
+			fprintf(stderr, "alex: %s: %s; put it back as %s-alex, or keep only the "
+					"database's last checkpoint: alex recover %s\n", path,
+				alex_strerror(rc), path, path);
+		else
+			fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
 		return 1;
 	}
 	alex_stats(db, &st);

@@ -10,7 +10,7 @@
 static const int codes[] = {
 	ALEX_ECORRUPT, ALEX_EVERSION, ALEX_EBUSY,     ALEX_EFAILED, ALEX_EINVAL,
 	ALEX_ENOMEM,   ALEX_EBADBLOCK, ALEX_EINUSE,   ALEX_EFOREIGN, ALEX_EPERMS,
-	ALEX_EKEY,     ALEX_ENOKEY,    ALEX_EPLAIN,
+	ALEX_EKEY,     ALEX_ENOKEY,    ALEX_EPLAIN,   ALEX_EORPHAN,
 };
 #define NCODES (sizeof codes / sizeof codes[0])
 
@@ -32,15 +32,15 @@ Test(error, every_engine_code_has_its_own_message)
 	}
 }
 
-/* The codes are a dense block -1001..-1013; the values just outside it,
+/* The codes are a dense block -1001..-1014; the values just outside it,
  * and other negatives, are unknown. */
 Test(error, codes_outside_the_table_are_unknown)
 {
 	cr_expect_eq(ALEX_ECORRUPT, -1001);
-	cr_expect_eq(ALEX_EPLAIN, -1013);
-	cr_expect_eq(NCODES, 13u);
+	cr_expect_eq(ALEX_EORPHAN, -1014);
+	cr_expect_eq(NCODES, 14u);
 	cr_expect_str_eq(alex_strerror(-1000), UNKNOWN);
-	cr_expect_str_eq(alex_strerror(-1014), UNKNOWN);
+	cr_expect_str_eq(alex_strerror(-1015), UNKNOWN);
 	cr_expect_str_eq(alex_strerror(-1), UNKNOWN);
 	cr_expect_str_eq(alex_strerror(-1100), UNKNOWN); /* internal ALEX_ENOLOG */
 	cr_expect_str_eq(alex_strerror(INT32_MIN), UNKNOWN);
@@ -72,6 +72,7 @@ Test(error, messages_match_their_codes)
 	cr_expect_not_null(strstr(alex_strerror(ALEX_EINUSE), "in use"));
 	cr_expect_not_null(strstr(alex_strerror(ALEX_EINVAL), "invalid"));
 	cr_expect_not_null(strstr(alex_strerror(ALEX_EFOREIGN), "another database"));
+	cr_expect_not_null(strstr(alex_strerror(ALEX_EORPHAN), "not beside it"));
 }
 
 /* Why recovery stopped: a distinct name for every reason (NONE, a valid

@@ -5,7 +5,7 @@
 # ways the issue lists: truncated, bit-flipped (in headers, block tables,
 # payloads), zero-filled, from an older format version, and with a record
 # claiming huge lengths -- in its first, a middle and its last record; and
-# replaced by the log of another database.  Under a 512 MiB address-space limit and a
+# replaced by the log of another database, or moved away.  Under a 512 MiB address-space limit and a
 # timeout, the sqlite3 shell under ALEX must then
 #   - not crash or hang, and pass integrity_check;
 #   - hold exactly what the same log cut short at the damage holds (every
@@ -130,6 +130,32 @@ if refused "log of another database" "$d" "db.db-alex.*another database"; then
 	else
 		pass=$((pass + 1))
 	fi
+fi
+
+# the log moved away (or the database moved away from it) while it held
+# 60 commits: refused under ALEX with a line naming the file and what to
+# do, as SQLite without ALEX refuses it, and by alex stat; put back, every
+# row is there; deleted, alex recover keeps the file's last checkpoint
+# (20 rows) and leaves a plain database
+d=$tmp/orphan && rm -rf "$d" && cp -r "$orig" "$d" && mv "$d/db.db-alex" "$d/away"
+out=$(alexsql "$d/db.db" "select count(*) from t" 2>&1)
+st=$?
+if [ $st -eq 0 ] || [ $st -ge 124 ] || ! echo "$out" | grep -q "db.db: fenced by an ALEX log that is not beside it.*alex recover"; then
+	bad "log moved away: status $st: $out"
+elif ! sqlite3 "$d/db.db" "select count(*) from t" 2>&1 | grep -q "not a database"; then
+	bad "log moved away: SQLite without ALEX reads the file"
+elif "$B/alex" stat "$d/db.db" >"$d/stat" 2>&1 || ! grep -q "not beside it.*alex recover" "$d/stat"; then
+	bad "log moved away: alex stat: $(cat "$d/stat")"
+elif mv "$d/away" "$d/db.db-alex" && [ "$(alexsql "$d/db.db" "select count(*) from t" 2>&1)" != 80 ]; then
+	bad "log put back: $(alexsql "$d/db.db" "select count(*) from t" 2>&1)"
+elif rm "$d/db.db-alex" && ! "$B/alex" recover "$d/db.db" >"$d/recover" 2>&1 ||
+	! grep -q "last checkpoint" "$d/recover" ||
+	[ "$(sqlite3 "$d/db.db" "pragma integrity_check; select count(*) from t" | tr '\n' ' ')" != "ok 20 " ]; then
+	bad "log deleted: alex recover: $(cat "$d/recover")"
+elif [ "$(alexsql "$d/db.db" "select count(*) from t" 2>&1)" != 20 ]; then
+	bad "after alex recover, under ALEX: $(alexsql "$d/db.db" "select count(*) from t" 2>&1)"
+else
+	pass=$((pass + 1))
 fi
 
 # an older (or newer) format: refused, log untouched, verify explains
