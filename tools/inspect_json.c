@@ -225,8 +225,8 @@ void inspect_json_report(const struct alex_logmap *lm, const char *path, const c
 	printf("\n}\n");
 }
 
-void inspect_json_no_log(const char *path, const char *log)
+void inspect_json_no_log(const char *path, const char *log, int fenced)
 {
 	json_open(path, log, 0);
-	printf("}\n");
+	printf(", \"fenced_without_log\": %s}\n", fenced ? "true" : "false");
 }

@@ -57,8 +57,8 @@ const char *inspect_mark_name(const struct alex_logmap *lm);
  * there is no log.  The exit status is the caller's.
  */
 void inspect_text_report(const struct alex_logmap *lm, const char *path, const char *log);
-void inspect_text_no_log(const char *log);
+void inspect_text_no_log(const char *path, const char *log, int fenced);
 void inspect_json_report(const struct alex_logmap *lm, const char *path, const char *log);
-void inspect_json_no_log(const char *path, const char *log);
+void inspect_json_no_log(const char *path, const char *log, int fenced);
 
 #endif

@@ -205,7 +205,12 @@ void inspect_text_report(const struct alex_logmap *lm, const char *path, const c
 	text_plan(lm, &s, path);
 }
 
-void inspect_text_no_log(const char *log)
+void inspect_text_no_log(const char *path, const char *log, int fenced)
 {
-	printf("%s: no log (the database holds everything)\n", log);
+	if (fenced)
+		printf("%s: no log, and %s carries ALEX's fence: its log was moved or deleted "
+		       "while it held the newest pages, and the file holds only its last checkpoint "
+		       "(put the log back, or: alex recover %s)\n", log, path, path);
+	else
+		printf("%s: no log (the database holds everything)\n", log);
 }

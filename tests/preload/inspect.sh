@@ -121,7 +121,15 @@ sqlite3 plain.db 'create table t(x); insert into t values(1)'
 t "no log: exit 0" [ $? -eq 0 ]
 t "no log: said so" [ "$(cat out)" = "plain.db-alex: no log (the database holds everything)" ]
 "$A" inspect --json plain.db >out
-t "no log: --json" jcheck out "d['log_present'] is False"
+t "no log: --json" jcheck out "d['log_present'] is False and d['fenced_without_log'] is False"
+
+# no log, and the file fenced: its log moved away; exit 1, said so
+cp one.db moved.db
+"$A" inspect moved.db >out 2>&1
+t "fenced, no log: exit 1" [ $? -eq 1 ]
+t "fenced, no log: said so" grep -q '^moved.db-alex: no log, and moved.db carries ALEX.s fence: .*alex recover moved.db)$' out
+"$A" inspect --json moved.db >out
+t "fenced, no log: --json" jcheck out "d['log_present'] is False and d['fenced_without_log'] is True"
 
 # a flipped byte in the stored bytes of the last record: the records before
 # it listed, the damage named, exit 1
