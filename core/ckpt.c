@@ -484,6 +484,11 @@ static int run_once(alex_db *db, size_t few, int copy)
 	if (!db->epoch_commits) {
 		if (keep)
 			return ALEX_EBUSY; /* no room to be had, and no mark to clear */
+		/* a fence with no log is a log gone, whose pages are not here
+		 * (protect.c): it stays, unless asked (alex recover; review: a
+		 * close after a refused catch-up took it off) */
+		if (db->log_fd < 0 && db->mark.has_fence && !db->cfg.orphan_ok)
+			return ALEX_EORPHAN;
 		/* the epoch's next record must put its fence back first */
 		db->epoch_started = 0;
 		return clear_stale_mark(db);

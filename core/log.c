@@ -210,6 +210,8 @@ static int fenced_from_start(const struct alex_db *db, const uint8_t *base_hdr)
  * log (the loser's EEXIST sends it to open the winner's).  replace: what is
  * in the way holds nothing (alex_log_open said so).
  */
+static int log_remove(struct alex_db *db, int settle);
+
 static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 {
 	const struct alex_io_ops *o = db->io.ops;
@@ -282,8 +284,9 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		 * other engine holds it, or the next commit in it -- this
 		 * engine's retry, or another process's -- would be acknowledged
 		 * in a log a power cut can take away (review).  Held by another,
-		 * it stays: left alone, a double fault. */
-		if (alex_log_remove(db))
+		 * it stays: left alone, a double fault.  No mark of it yet:
+		 * nothing to settle, whose failing sync would keep it (review). */
+		if (log_remove(db, 0))
 			alex_log_drop(db);
 	}
 out:
@@ -633,7 +636,8 @@ int alex_log_mark_staged(struct alex_db *db)
 	return raise ? alex_log_sync(db) : 0;
 }
 
-int alex_log_remove(struct alex_db *db)
+/* settle: the database file's mark first (alex_log_remove) */
+static int log_remove(struct alex_db *db, int settle)
 {
 	const struct alex_io_ops *o = db->io.ops;
 
@@ -678,7 +682,7 @@ int alex_log_remove(struct alex_db *db)
 	 * its name goes: a fence with no log is a database moved away from
 	 * it (protect.c) */
 	int err;
-	if ((err = alex_protect_settle(db)))
+	if (settle && (err = alex_protect_settle(db)))
 		return err;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
@@ -688,6 +692,11 @@ int alex_log_remove(struct alex_db *db)
 	alex_log_drop(db);
 	db->epoch_live = 0;
 	return err;
+}
+
+int alex_log_remove(struct alex_db *db)
+{
+	return log_remove(db, 1);
 }
 
 /* loc's stored bytes into buf, their crc checked (still sealed in format 5). */

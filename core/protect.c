@@ -488,26 +488,30 @@ static int mark_now(struct alex_db *db, uint8_t h[HDR], size_t *got, uint64_t *s
 }
 
 /*
- * A close that removes its log unmarks first: an open that read the mark
- * before that and looked for the log after finds the log gone and the
- * fence on.  Read once more after the log was found missing, the mark is
- * then gone (or another log's, made since): only the same fence, read
- * again, has no log.
+ * A close that removes its log unmarks first, and a log's name exists
+ * before its first mark.  So the mark is read, the log looked for, and
+ * the mark read again: if the log was missing between two reads of the
+ * same fence, no close removed it (that close's unmark would come between)
+ * and no new log made it (a new log's fence is another).  Any other turn:
+ * look again.  db->mark, the last probe's, only says whether to ask.
  */
 int alex_protect_orphaned(struct alex_db *db)
 {
-	struct alex_mark m;
+	struct alex_mark m1, m2;
 	uint8_t h[HDR];
 	uint64_t size;
 	size_t got;
-	int err;
+	int err, exists = 1;
 
 	if (!db->cfg.protect_base || db->cfg.orphan_ok || db->log_fd >= 0 ||
 	    db->base_fd[ALEX_FILE_DB] < 0 || !db->mark.has_fence)
 		return 0;
-	if ((err = mark_now(db, h, &got, &size, &m)))
+	if ((err = mark_now(db, h, &got, &size, &m1)) ||
+	    (err = db->io.ops->exists(db->io.ctx, db->log_path, &exists)) ||
+	    (err = mark_now(db, h, &got, &size, &m2)))
 		return err;
-	if (!m.has_fence || m.fence != db->mark.fence || m.kind != db->mark.kind)
+	if (exists || !m1.has_fence || m1.fence != db->mark.fence || m2.kind != m1.kind ||
+	    !m2.has_fence || m2.fence != m1.fence)
 		return ALEX_ERACED;
 	return ALEX_EORPHAN;
 }

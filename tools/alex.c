@@ -492,7 +492,8 @@ int main(int argc, char **argv)
 	}
 	if (argc != 3)
 		return usage(stderr);
-	const char *cmd = argv[1], *path = argv[2];
+	char real[4096];
+	const char *cmd = argv[1], *path = alex_tool_db_path(argv[2], real, sizeof real);
 	int ckpt = strcmp(cmd, "checkpoint") == 0;
 	if (!ckpt && strcmp(cmd, "stat") && strcmp(cmd, "verify") && strcmp(cmd, "recover"))
 		return usage(stderr);

@@ -73,6 +73,22 @@ static int fenced(const char *path)
 	return got == (long)sizeof h && memcmp(h + 72, "ALXF", 4) == 0;
 }
 
+const char *alex_tool_db_path(const char *path, char *buf, size_t cap)
+{
+	struct stat st;
+	char *real;
+
+	if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || !(real = realpath(path, NULL)))
+		return path;
+	if (strlen(real) >= cap) {
+		free(real);
+		return path;
+	}
+	strcpy(buf, real);
+	free(real);
+	return buf;
+}
+
 int alex_inspect_main(int argc, char **argv)
 {
 	const char *path = NULL;
@@ -96,6 +112,8 @@ int alex_inspect_main(int argc, char **argv)
 	}
 	if (!path || !*path)
 		return bad("no database given", NULL);
+	char real[4096];
+	path = alex_tool_db_path(path, real, sizeof real);
 	size_t n = strlen(path) + sizeof "-alex";
 	char *log = malloc(n);
 	if (!log) {

@@ -6,6 +6,8 @@
 #ifndef ALEX_TOOLS_INSPECT_H
 #define ALEX_TOOLS_INSPECT_H
 
+#include <stddef.h>
+
 /*
  * argv[0] is "inspect".  Prints to stdout (errors to stderr) and returns
  * the exit status: 0 a log that is whole (or no log at all), 1 a damaged
@@ -13,5 +15,11 @@
  * read, 2 a bad argument.
  */
 int alex_inspect_main(int argc, char **argv);
+
+/* The database file as SQLite names it, whose log is beside it: a symbolic
+ * link's target (SQLite resolves links; review: alex recover of a link
+ * took the link's missing log for an orphan's and unfenced the target).
+ * path itself, or buf holding the target. */
+const char *alex_tool_db_path(const char *path, char *buf, size_t cap);
 
 #endif

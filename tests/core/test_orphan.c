@@ -6,13 +6,15 @@
  * removes its log unmarks the file durably first, so no crash after the
  * removal leaves a fence with no log. */
 #include <criterion/criterion.h>
+#include <errno.h>
 
 #include "helpers.h"
 
 #define AWAY "/mem/elsewhere"
 
 static alex_mem *mem;
-static struct alex_io io;
+static struct alex_io io, hooked; /* hooked: io with some calls wrapped */
+static struct alex_io_ops hops;
 static struct alex_config cfg;
 static uint8_t page1[BLK];
 
@@ -20,6 +22,9 @@ static void setup(void)
 {
 	mem = alex_mem_new();
 	io = alex_mem_io(mem);
+	hops = *io.ops;
+	hooked.ops = &hops;
+	hooked.ctx = io.ctx;
 	small_config(&cfg);
 	sqlite_like_file(mem, page1);
 }
@@ -137,4 +142,138 @@ Test(orphan, no_crash_around_a_removal_leaves_a_fence_without_its_log)
 		alex_mem_free(cuts.img[i]);
 	}
 	free(cuts.img);
+}
+
+/* Another process makes its log and commits between a catch-up's look for
+ * the log (none) and its read of the file's mark (review: a false orphan,
+ * and the reader's close then took the live fence off). */
+static alex_db *writer;
+static int made_between;
+static int exists_then_commit(void *ctx, const char *path, int *yes)
+{
+	int err = io.ops->exists(ctx, path, yes);
+	if (!err && made_between && strcmp(path, LOG) == 0 && !*yes) {
+		made_between = 0;
+		writer = open_engine(&cfg, &io);
+		sqlite_like_commit(writer, page1, 0x77);
+	}
+	return err;
+}
+
+Test(orphan, catch_up_racing_a_new_log_is_no_orphan)
+{
+	hops.exists = exists_then_commit;
+	struct alex_config rcfg = cfg;
+	rcfg.checkpoint_on_close = 1;
+	alex_db *reader = open_engine(&rcfg, &hooked);
+	made_between = 1;
+	int rc = alex_refresh(reader, 1);
+	cr_assert_not_null(writer, "the writer ran inside the catch-up");
+	cr_expect_eq(rc, 0, "%s", alex_strerror(rc));
+	cr_expect(block1_is(reader, 0x77), "the writer's commit");
+	alex_close(reader); /* its close may checkpoint the writer's commit */
+	alex_db *other = open_engine(&cfg, &io);
+	cr_expect(block1_is(other, 0x77), "the writer's commit, through another engine");
+	alex_close(other);
+	alex_close(writer);
+}
+
+/* A catch-up refused, then the engine's close (checkpoint_on_close): the
+ * gone log's fence stays on, and its commit counts once it is back. */
+Test(orphan, close_after_a_refused_catch_up_keeps_the_fence)
+{
+	struct alex_config rcfg = cfg;
+	rcfg.checkpoint_on_close = 1;
+	alex_db *reader = open_engine(&rcfg, &io);
+	cr_assert_eq(alex_refresh(reader, 1), 0);
+	commit_in_log(0x77);
+	cr_assert_eq(io.ops->rename(io.ctx, LOG, AWAY, 0), 0);
+	cr_expect_eq(alex_refresh(reader, 1), ALEX_EORPHAN);
+	cr_expect_eq(alex_checkpoint(reader), ALEX_EORPHAN, "no checkpoint takes it off");
+	alex_close(reader);
+	size_t len;
+	cr_expect_eq(alex_mem_get(mem, DB, &len)[19], 0xa1);
+	cr_assert_eq(io.ops->rename(io.ctx, AWAY, LOG, 0), 0);
+	alex_db *db = open_engine(&cfg, &io);
+	cr_expect(block1_is(db, 0x77));
+	alex_close(db);
+}
+
+/* The opener read the fence; the last close removed the log before the
+ * opener looked for it: a second look, and it opens. */
+static alex_db *closer;
+static int open_after_close(void *ctx, const char *path, int flags, int *fd)
+{
+	if (closer && strcmp(path, LOG) == 0) {
+		alex_db *c = closer;
+		closer = NULL;
+		alex_close(c);
+	}
+	return io.ops->open(ctx, path, flags, fd);
+}
+
+Test(orphan, open_racing_a_removing_close_opens)
+{
+	struct alex_config c2 = cfg;
+	c2.remove_log = 1;
+	c2.checkpoint_on_close = 1;
+	closer = open_engine(&c2, &io);
+	sqlite_like_commit(closer, page1, 0x44);
+	hops.open = open_after_close;
+	alex_db *db = open_engine(&cfg, &hooked);
+	cr_expect_null(closer, "the close ran inside the open");
+	size_t len;
+	cr_expect_null(alex_mem_get(mem, LOG, &len), "the log was removed");
+	cr_expect(block1_is(db, 0x44));
+	alex_close(db);
+}
+
+/* A new log's directory sync fails, and so does the next sync of the
+ * database file: the log is still taken back (it has no mark to settle),
+ * and the retried commit survives a power cut that loses the directory's
+ * unsynced names (review). */
+static int fail_dir, fail_sync, base_fd = -1;
+static int dir_sync_fails(void *ctx, const char *path)
+{
+	if (fail_dir) {
+		fail_dir = 0;
+		fail_sync = 1;
+		return EIO;
+	}
+	return io.ops->sync_dir(ctx, path);
+}
+static int then_a_sync_fails(void *ctx, int fd)
+{
+	if (fail_sync && fd == base_fd) {
+		fail_sync = 0;
+		return EIO;
+	}
+	return io.ops->fdatasync(ctx, fd);
+}
+
+Test(orphan, failed_directory_sync_takes_the_new_log_back)
+{
+	static uint8_t b[BLK];
+	size_t len;
+
+	hops.sync_dir = dir_sync_fails;
+	hops.fdatasync = then_a_sync_fails;
+	alex_db *w = open_engine(&cfg, &hooked);
+	base_fd = alex_db_fd(w);
+	fail_dir = 1;
+	memset(b, 0x66, BLK);
+	cr_assert_eq(alex_write(w, ALEX_FILE_DB, b, BLK, BLK), 0);
+	page1[200] = 0x66;
+	cr_assert_eq(alex_write(w, ALEX_FILE_DB, page1, BLK, 0), 0);
+	cr_expect_neq(alex_commit(w), 0, "the directory's sync failed");
+	cr_expect_null(alex_mem_get(mem, LOG, &len), "the log is taken back");
+	int rc = alex_commit(w);
+	cr_assert_eq(rc, 0, "the retry: %s", alex_strerror(rc));
+	alex_mem *img = alex_mem_crash(mem, ALEX_CRASH_DIRS_LOST, 0);
+	struct alex_io cio = alex_mem_io(img);
+	alex_db *d2 = open_engine(&cfg, &cio);
+	cr_expect(block1_is(d2, 0x66), "the acknowledged commit");
+	alex_close(d2);
+	alex_mem_free(img);
+	alex_close(w);
 }

@@ -150,9 +150,11 @@ t "racing short processes: nothing left ($(ls -A "$d" | tr '\n' ' '))" only_db "
 
 # a short process's syncs (fsync + fdatasync, strace): the new log's
 # directory entry, the commit (the fence rides on it where the file system
-# overwrites in place: ext4, xfs), the close-time checkpoint; with the kept
-# log no directory entry, and the fence rides too: its epoch follows the
-# last one's records instead of going over them (core/format.h)
+# overwrites in place: ext4, xfs), the close-time checkpoint, and the
+# unmark's before the log goes (protect.c: no fence without its log); with
+# the kept log no directory entry and no removal, and the fence rides too:
+# its epoch follows the last one's records instead of going over them
+# (core/format.h)
 syncs() { strace -f -c -o "$d/sc" -e trace=fsync,fdatasync "$@" >/dev/null 2>&1
 	awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$d/sc"; }
 d=$tmp/syncs; mkdir -p "$d"
@@ -160,7 +162,7 @@ plain "$d/a.db" "create table t(x); insert into t values(0)"
 fs=$(stat -f -c %T "$d")
 if command -v strace >/dev/null && { [ "$fs" = ext2/ext3 ] || [ "$fs" = xfs ]; }; then
 	n=$(syncs env LD_PRELOAD="$lib" sqlite3 "$d/a.db" "insert into t values(1)")
-	t "a short process makes 3 syncs ($n)" [ "$n" = 3 ]
+	t "a short process makes 4 syncs ($n)" [ "$n" = 4 ]
 	ALEX_KEEP_LOG=1 alex "$d/a.db" "insert into t values(2)"
 	for i in 3 4 5; do
 		n=$(syncs env LD_PRELOAD="$lib" ALEX_KEEP_LOG=1 sqlite3 "$d/a.db" "insert into t values($i)")
