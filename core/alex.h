@@ -353,6 +353,15 @@ int alex_checkpoint(alex_db *db);
  */
 int alex_stale_mark(const alex_db *db);
 
+/*
+ * May a checkpoint write the database file the engine has open: does it
+ * carry, read now, the fence of the epoch whose pages would go in (1), or
+ * is there nothing of a fenced epoch to write (1)?  0 when the file is
+ * another's now -- renamed and replaced, its log taken up by another
+ * engine for the file now at the name -- or an errno / ALEX_E* code.
+ */
+int alex_base_is_ours(alex_db *db);
+
 /* Removes the log if it holds nothing and no other engine has it open
  * (ALEX_EBUSY, ALEX_EINUSE otherwise); a later record makes a new one. */
 int alex_remove_log(alex_db *db);

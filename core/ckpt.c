@@ -489,6 +489,10 @@ static int run_once(alex_db *db, size_t few, int copy)
 		 * close after a refused catch-up took it off) */
 		if (db->log_fd < 0 && db->mark.has_fence && !db->cfg.orphan_ok)
 			return ALEX_EORPHAN;
+		/* nor another log's: its pages are not in this one (a file
+		 * renamed over this engine's and written through its own log) */
+		if (alex_protect_others(db))
+			return ALEX_EFOREIGN;
 		/* the epoch's next record must put its fence back first */
 		db->epoch_started = 0;
 		return clear_stale_mark(db);

@@ -62,6 +62,9 @@ struct alex_db {
 				     with base_fd: closing any descriptor of the
 				     file drops SQLite's POSIX locks on it */
 	int log_fd;
+	unsigned log_gen;         /* counts the files log_fd was opened on: a
+				     removal that saw it change no longer holds
+				     the log it locked (log.c) */
 	int log_pid;              /* the process that opened log_fd (a forked
 				     child shares its lock, so never removes it) */
 	struct alex_shm *shm;     /* mapped while a format-3 log is open */

@@ -267,6 +267,7 @@ static int create_log(struct alex_db *db, int replace, const uint8_t *base_hdr)
 		goto out;
 	direct_close(db);
 	db->log_fd = fd;
+	db->log_gen++;
 	__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED); /* its epoch may write the file */
 	db->log_pid = (int)getpid();
 	db->log_stub = 0; /* a stub it replaced is gone */
@@ -401,6 +402,7 @@ int alex_log_open(struct alex_db *db)
 				   &fd)))
 			return err == ENOENT ? 0 : err;
 		db->log_fd = fd;
+		db->log_gen++;
 		__atomic_store_n(&db->bh.valid, 0, __ATOMIC_RELAXED);
 		db->log_pid = (int)getpid();
 		int mode = db->cfg.exclusive ? ALEX_EXCLUSIVE : ALEX_SHARED;
@@ -636,6 +638,14 @@ int alex_log_mark_staged(struct alex_db *db)
 	return raise ? alex_log_sync(db) : 0;
 }
 
+/* Does the name still lead to the log this engine holds? */
+static int still_named(struct alex_db *db)
+{
+	struct alex_finfo fi;
+
+	return db->io.ops->stat(db->io.ctx, db->log_fd, &fi) == 0 && fi.nlink != 0;
+}
+
 /* settle: the database file's mark first (alex_log_remove) */
 static int log_remove(struct alex_db *db, int settle)
 {
@@ -655,9 +665,10 @@ static int log_remove(struct alex_db *db, int settle)
 	/* What this engine holds may no longer be what is at the path: a stub
 	 * it opened that another engine's new log replaced (create_log), or
 	 * a log removed meanwhile.  The names are then another log's, maybe
-	 * holding acknowledged commits (review: removed by a reader's close). */
-	struct alex_finfo fi;
-	if (o->stat(db->io.ctx, db->log_fd, &fi) || fi.nlink == 0) {
+	 * holding acknowledged commits (review: removed by a reader's close).
+	 * Asked again before the mark comes off and before the name goes:
+	 * the stub's lock keeps no maker out (second review). */
+	if (!still_named(db)) {
 		alex_log_drop(db);
 		db->epoch_live = 0;
 		return 0;
@@ -668,9 +679,15 @@ static int log_remove(struct alex_db *db, int settle)
 	 * had not caught up).  It looks again now that the lock keeps every
 	 * other engine out. */
 	if (!db->cfg.exclusive) {
+		unsigned gen = db->log_gen;
 		int err = alex_reload(db, 0, 0);
 		if (err || db->epoch_commits || db->doubt)
 			return err ? err : ALEX_EINUSE;
+		/* reopened: the file at the name is another engine's new log,
+		 * and the lock that kept others out was on the one it replaced
+		 * (second review: a close holding a stub removed a maker's log) */
+		if (db->log_gen != gen)
+			return ALEX_EINUSE;
 	}
 	/* ... and a staging log may hold commits that name this log (its
 	 * STAGED header read just now; second review: an idle close removed
@@ -681,8 +698,15 @@ static int log_remove(struct alex_db *db, int settle)
 	/* no mark of this log left on the database file, durably, before
 	 * its name goes: a fence with no log is a database moved away from
 	 * it (protect.c) */
-	int err;
-	if (settle && (err = alex_protect_settle(db)))
+	int err = 0;
+	if (settle && still_named(db))
+		err = alex_protect_settle(db);
+	if (!still_named(db)) {
+		alex_log_drop(db);
+		db->epoch_live = 0;
+		return 0;
+	}
+	if (err)
 		return err;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */

@@ -516,6 +516,29 @@ int alex_protect_orphaned(struct alex_db *db)
 	return ALEX_EORPHAN;
 }
 
+int alex_protect_carries(struct alex_db *db)
+{
+	struct alex_mark m;
+	uint8_t h[HDR];
+	uint64_t size;
+	size_t got;
+	int err;
+
+	if ((err = mark_now(db, h, &got, &size, &m)))
+		return err;
+	return m.has_fence && m.fence == alex_protect_fence(&db->hdr);
+}
+
+int alex_protect_others(struct alex_db *db)
+{
+	if (!db->mark.has_fence || db->log_fd < 0 || db->log_stub ||
+	    (uint32_t)db->mark.fence == (uint32_t)alex_protect_fence(&db->hdr))
+		return 0;
+	/* a fenced epoch's own fence cut short, or a vanished predecessor's,
+	 * is told apart there; an epoch that is not fenced never marked */
+	return !(db->hdr.flags & ALEX_HDR_FENCED) || alex_protect_foreign(db, NULL);
+}
+
 /*
  * A checkpoint's unmark is not synced (top of this file), nor perhaps
  * another engine's; a crash or a failed unmark may have left a mark of an

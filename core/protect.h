@@ -56,6 +56,13 @@ int alex_protect_check_base(struct alex_db *db);
  * same?  ALEX_EORPHAN if so, ALEX_ERACED if its mark changed meanwhile
  * (look again), else 0. */
 int alex_protect_orphaned(struct alex_db *db);
+/* Does the base carry, read now, the fence of db->hdr's epoch?  1, 0, or
+ * an error. */
+int alex_protect_carries(struct alex_db *db);
+/* Does db->mark (the last probe's) name a log other than this one --
+ * not this epoch's fence cut short, nor a removed predecessor's
+ * (alex_protect_foreign)? */
+int alex_protect_others(struct alex_db *db);
 /* Before the log is removed: no mark of this log's on the base, and that
  * durable (a sync of the base file). */
 int alex_protect_settle(struct alex_db *db);

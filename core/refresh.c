@@ -219,6 +219,14 @@ int alex_stale_mark(const alex_db *db)
 	return !db->epoch_commits && !db->above_holds && db->mark.kind != ALEX_MARK_NONE;
 }
 
+int alex_base_is_ours(alex_db *db)
+{
+	if (!db->cfg.protect_base || db->base_fd[ALEX_FILE_DB] < 0 ||
+	    !(db->hdr.flags & ALEX_HDR_FENCED) || (!db->epoch_commits && !db->above_holds))
+		return 1;
+	return alex_protect_carries(db);
+}
+
 int alex_fence_now(alex_db *db, struct alex_fence *f)
 {
 	memset(f, 0, sizeof *f);

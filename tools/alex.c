@@ -251,6 +251,13 @@ static int show_cond(void *arg, const struct alex_recinfo *ri)
  * is then opened with a fresh log only to take ALEX's mark off it: it holds
  * what its last checkpoint wrote.
  */
+/* A database fenced by a log that is not beside it, and what to do. */
+static void say_orphan(const char *path)
+{
+	fprintf(stderr, "alex: %s: %s; put it back as %s-alex, or keep only the database's last "
+			"checkpoint: alex recover %s\n", path, alex_strerror(ALEX_EORPHAN), path, path);
+}
+
 /* The set-aside log's change counter (alex-log(5)) counts nothing now. */
 static void forget_counter(const char *log)
 {
@@ -259,12 +266,29 @@ static void forget_counter(const char *log)
 	unlink(shm);
 }
 
+/* The database file synced: a checkpoint's unmark is not, and a log set
+ * aside after it, its name gone first, would leave the fence with no log
+ * (second review: a healthy database refused after a power cut). */
+static int sync_db(const char *path)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 || syscall(SYS_fdatasync, fd) != 0) {
+		fprintf(stderr, "alex: %s: cannot sync it: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			syscall(SYS_close, fd);
+		return 1;
+	}
+	syscall(SYS_close, fd);
+	return 0;
+}
+
 /* The database opened without its log, as of its last checkpoint, and
  * ALEX's mark taken off it, durably: it is a plain database after. */
 static int unfence(const char *path, struct alex_config *cfg)
 {
 	alex_db *db;
-	int rc, fd;
+	int rc;
 
 	cfg->orphan_ok = 1;
 	if ((rc = alex_open(path, cfg, NULL, &db)) == 0) {
@@ -275,15 +299,7 @@ static int unfence(const char *path, struct alex_config *cfg)
 		fprintf(stderr, "alex: %s: cannot clear ALEX's mark: %s\n", path, alex_strerror(rc));
 		return 1;
 	}
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || syscall(SYS_fdatasync, fd) != 0) {
-		fprintf(stderr, "alex: %s: cannot sync it: %s\n", path, strerror(errno));
-		if (fd >= 0)
-			syscall(SYS_close, fd);
-		return 1;
-	}
-	syscall(SYS_close, fd);
-	return 0;
+	return sync_db(path);
 }
 
 static int recover(const char *path, struct alex_config *cfg)
@@ -308,6 +324,17 @@ static int recover(const char *path, struct alex_config *cfg)
 				printf("%s: no log, nothing to recover\n", path);
 			return rc != 0;
 		}
+		/* another name of the same file may have the log beside it
+		 * (second review: a hard link's recover took a live log's
+		 * fence off) */
+		struct stat st1;
+		if (stat(path, &st1) == 0 && st1.st_nlink > 1) {
+			fprintf(stderr, "alex: %s: %s; the file has %lu names (hard links), and its log "
+					"may be beside another: recover by that name, or remove the "
+					"other names first\n", path, alex_strerror(rc),
+				(unsigned long)st1.st_nlink);
+			return 1;
+		}
 		if (unfence(path, cfg))
 			return 1;
 		forget_counter(log);
@@ -326,6 +353,8 @@ static int recover(const char *path, struct alex_config *cfg)
 			return 1;
 		}
 		alex_close(db);
+		if (sync_db(path))
+			return 1;
 		if (rename(log, aside) != 0) {
 			fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
 			return 1;
@@ -354,7 +383,7 @@ static int recover(const char *path, struct alex_config *cfg)
  * command first merges them, as the last close of a program would have.
  * The caller holds the database's lock, and no engine has it open.
  */
-static int merge_staged(const char *path, const struct alex_config *cfg, int ckpt)
+static int merge_staged(const char *path, const struct alex_config *cfg, int ckpt, int recovering)
 {
 	char stage[4200];
 	struct alex_config ca = *cfg;
@@ -373,7 +402,27 @@ static int merge_staged(const char *path, const struct alex_config *cfg, int ckp
 	}
 	alex_config_over(&ca);
 	ca.remove_log = 1;
-	if ((rc = alex_open(path, cfg, NULL, &b))) {
+	if ((rc = alex_open(path, cfg, NULL, &b)) == ALEX_EORPHAN && recovering) {
+		/* its commits lie over the log that is gone: set aside with it
+		 * (second review: recover failed here, with no way out said) */
+		char aside[4300], stamp[32];
+		time_t now = time(NULL);
+		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+		snprintf(aside, sizeof aside, "%s.recovered-%s", stage, stamp);
+		if (rename(stage, aside) != 0) {
+			fprintf(stderr, "alex: %s: %s\n", stage, strerror(errno));
+			return 1;
+		}
+		forget_counter(stage);
+		printf("%s: its commits name the log that is not beside %s: set aside as %s\n",
+		       stage, path, aside);
+		return 0;
+	}
+	if (rc == ALEX_EORPHAN) {
+		say_orphan(path);
+		return 1;
+	}
+	if (rc) {
 		fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
 		return 1;
 	}
@@ -416,9 +465,7 @@ static int run(const char *cmd, const char *path, const struct alex_config *cfg,
 
 	if ((rc = alex_open(path, cfg, NULL, &db))) {
 		if (rc == ALEX_EORPHAN)
-			fprintf(stderr, "alex: %s: %s; put it back as %s-alex, or keep only the "
-					"database's last checkpoint: alex recover %s\n", path,
-				alex_strerror(rc), path, path);
+			say_orphan(path);
 		else
 			fprintf(stderr, "alex: %s-alex: %s\n", path, alex_strerror(rc));
 		return 1;
@@ -518,7 +565,8 @@ int main(int argc, char **argv)
 		}
 		cfg.key = key;
 	}
-	if (merge_staged(path, &cfg, ckpt || strcmp(cmd, "recover") == 0)) {
+	int recovering = strcmp(cmd, "recover") == 0;
+	if (merge_staged(path, &cfg, ckpt || recovering, recovering)) {
 		syscall(SYS_close, lockfd);
 		alex_key_free(key);
 		return 1;

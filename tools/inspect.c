@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "inspect.h"
+#include "xts_io.h"
 #include "inspect_print.h"
 
 /* The whole report: the exit status, 1 for a damaged log or one that
@@ -59,18 +60,23 @@ static int check_path(const char *path, const char *log)
 }
 
 /* With no log: does the database file carry ALEX's fence all the same
- * ("ALXF" at byte 72, in both of protect.c's marks)?  Read by system
- * call: a libc open under libalex.so would make an engine of the tool's. */
+ * ("ALXF" at byte 72, in both of protect.c's marks)?  1 yes, 0 no, 2 it
+ * cannot be told: the file is encrypted (its mark is ciphertext; second
+ * review).  Read by system call: a libc open under libalex.so would make
+ * an engine of the tool's. */
 static int fenced(const char *path)
 {
-	char h[76];
+	static const uint8_t any_key[ALEX_KCV_BYTES];
+	uint8_t h[ALEX_XTS_MARKER > 76 ? ALEX_XTS_MARKER : 76];
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return 0;
 	long got = syscall(SYS_pread64, (int)fd, h, sizeof h, 0);
 	syscall(SYS_close, (int)fd);
-	return got == (long)sizeof h && memcmp(h + 72, "ALXF", 4) == 0;
+	if (got > 0 && alex_xts_probe(h, (size_t)got, any_key) != ALEX_XTS_NOT)
+		return 2;
+	return got >= 76 && memcmp(h + 72, "ALXF", 4) == 0;
 }
 
 const char *alex_tool_db_path(const char *path, char *buf, size_t cap)
@@ -141,7 +147,7 @@ int alex_inspect_main(int argc, char **argv)
 				"reads them\n", log, path);
 		err = ALEX_ENOKEY;
 	}
-	rc = err == ENOENT ? orphan : err ? 1 : report(&lm, path, log, json);
+	rc = err == ENOENT ? orphan == 1 : err ? 1 : report(&lm, path, log, json);
 	alex_logmap_free(&lm);
 	free(log);
 	return rc;

@@ -228,5 +228,5 @@ void inspect_json_report(const struct alex_logmap *lm, const char *path, const c
 void inspect_json_no_log(const char *path, const char *log, int fenced)
 {
 	json_open(path, log, 0);
-	printf(", \"fenced_without_log\": %s}\n", fenced ? "true" : "false");
+	printf(", \"fenced_without_log\": %s}\n", fenced == 2 ? "null" : fenced ? "true" : "false");
 }

@@ -54,7 +54,9 @@ const char *inspect_mark_name(const struct alex_logmap *lm);
 /*
  * The printers: the whole report on a log alex_logmap_read could read
  * (one without a usable header too), or the line or object saying that
- * there is no log.  The exit status is the caller's.
+ * there is no log (fenced: 1 the database file carries ALEX's fence all
+ * the same, 2 it is encrypted and cannot be told).  The exit status is the
+ * caller's.
  */
 void inspect_text_report(const struct alex_logmap *lm, const char *path, const char *log);
 void inspect_text_no_log(const char *path, const char *log, int fenced);

@@ -207,7 +207,10 @@ void inspect_text_report(const struct alex_logmap *lm, const char *path, const c
 
 void inspect_text_no_log(const char *path, const char *log, int fenced)
 {
-	if (fenced)
+	if (fenced == 2)
+		printf("%s: no log; %s is encrypted, and whether it carries ALEX's fence takes the "
+		       "key: ALEX_KEY_FILE=KEY alex stat %s\n", log, path, path);
+	else if (fenced)
 		printf("%s: no log, and %s carries ALEX's fence: its log was moved or deleted "
 		       "while it held the newest pages, and the file holds only its last checkpoint "
 		       "(put the log back, or: alex recover %s)\n", log, path, path);

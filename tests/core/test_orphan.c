@@ -7,6 +7,8 @@
  * removal leaves a fence with no log. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -276,4 +278,160 @@ Test(orphan, failed_directory_sync_takes_the_new_log_back)
 	alex_close(d2);
 	alex_mem_free(img);
 	alex_close(w);
+}
+
+/* A short process's whole life inside a catch-up: its log made and fenced
+ * after the catch-up found none, and removed (settled) before the orphan
+ * check's own look.  Only the mark's second read tells (second review). */
+static int step;
+static alex_db *shorty;
+static int exists_life(void *ctx, const char *path, int *yes)
+{
+	if (strcmp(path, LOG) == 0 && step == 1) {
+		int err = io.ops->exists(ctx, path, yes);
+		struct alex_config sc = cfg;
+		step = 2;
+		sc.remove_log = 1;
+		sc.checkpoint_on_close = 1;
+		shorty = open_engine(&sc, &io);
+		sqlite_like_commit(shorty, page1, 0x66);
+		return err;
+	}
+	if (strcmp(path, LOG) == 0 && step == 2) {
+		step = 3;
+		alex_close(shorty);
+	}
+	return io.ops->exists(ctx, path, yes);
+}
+
+Test(orphan, a_short_life_inside_a_catch_up_is_no_orphan)
+{
+	hops.exists = exists_life;
+	alex_db *r = open_engine(&cfg, &hooked);
+	step = 1;
+	int rc = alex_refresh(r, 1);
+	cr_expect_eq(step, 3, "both looks ran (step %d)", step);
+	cr_expect_eq(rc, 0, "%s", alex_strerror(rc));
+	cr_expect(block1_is(r, 0x66), "the short process's commit, checkpointed");
+	alex_close(r);
+}
+
+/* A last close holding a stub (an empty file at the log's name) races a
+ * maker that puts its new log in the stub's place and writes its first
+ * record: the close's catch-up reopens the maker's log, and its lock on
+ * the stub no longer keeps anyone out.  It must leave the maker's log and
+ * fence alone (second review: it settled and unlinked them, and the
+ * maker's acknowledged commit was gone).  Real files: an unlinked log
+ * stays writable. */
+static struct alex_io pio, phooked, mio;
+static struct alex_io_ops phops, mops;
+static int parmed;
+static alex_db *pmaker;
+static int stat_then_make(void *ctx, int fd, struct alex_finfo *fi)
+{
+	static uint8_t b[BLK];
+	int err = pio.ops->stat(ctx, fd, fi);
+
+	if (parmed && --parmed == 0) {
+		for (uint32_t i = 1; i < 8; i++) {
+			memset(b, 0x77, BLK);
+			cr_assert_eq(alex_write(pmaker, ALEX_FILE_DB, b, BLK, (uint64_t)i * BLK), 0);
+		}
+		page1[200] = 0x77;
+		cr_assert_eq(alex_write(pmaker, ALEX_FILE_DB, page1, BLK, 0), 0);
+	}
+	return err;
+}
+static int no_lock(void *ctx, int fd, uint64_t which, int mode)
+{
+	(void)ctx, (void)fd, (void)which, (void)mode;
+	return 0;
+}
+
+static void stub_close_races_a_maker(int at)
+{
+	char dir[] = "/tmp/alex-orphan-XXXXXX", dbp[64], logp[80], cmd[96];
+	static uint8_t d[8 * BLK], r[BLK];
+	size_t got;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(dbp, sizeof dbp, "%s/t.db", dir);
+	snprintf(logp, sizeof logp, "%s/t.db-alex", dir);
+	memcpy(d, alex_mem_get(mem, DB, &got), sizeof d); /* sqlite_like_file's */
+	FILE *f = fopen(dbp, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(d, 1, sizeof d, f), sizeof d);
+	fclose(f);
+	fclose(fopen(logp, "w")); /* the stub */
+	pio = alex_io_posix;
+	phops = *pio.ops;
+	phops.stat = stat_then_make;
+	phooked.ops = &phops;
+	phooked.ctx = pio.ctx;
+	mops = *pio.ops;
+	mops.lock = no_lock; /* the maker's stub already let go */
+	mio.ops = &mops;
+	mio.ctx = pio.ctx;
+	struct alex_config cc = cfg;
+	cc.remove_log = 1;
+	alex_db *c, *o;
+	cr_assert_eq(alex_open(dbp, &cc, &phooked, &c), 0);
+	cr_assert_eq(alex_open(dbp, &cfg, &mio, &pmaker), 0);
+	parmed = at;
+	alex_close(c);
+	cr_assert_eq(parmed, 0, "the maker ran inside the close");
+	cr_expect_eq(access(logp, F_OK), 0, "the maker's log is still there");
+	int rc = alex_commit(pmaker);
+	cr_expect_eq(rc, 0, "the maker's commit: %s", alex_strerror(rc));
+	alex_close(pmaker);
+	cr_assert_eq(alex_open(dbp, &cfg, &pio, &o), 0);
+	cr_assert_eq(alex_read(o, ALEX_FILE_DB, r, BLK, BLK, &got), 0);
+	cr_expect_eq(r[0], 0x77, "the maker's commit after its close: %02x", r[0]);
+	alex_close(o);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+Test(orphan, a_close_holding_a_stub_leaves_a_makers_log_1) { stub_close_races_a_maker(1); }
+Test(orphan, a_close_holding_a_stub_leaves_a_makers_log_2) { stub_close_races_a_maker(2); }
+
+/* The file this engine has, renamed away while its log held nothing, then
+ * written by another process through a log of its own (its fence on the
+ * file), and the engine's close: its checkpoint must not take that fence
+ * off -- the other log's commits would stop counting -- nor copy anything.
+ * alex_base_is_ours says whether the file still carries this log's fence. */
+Test(orphan, a_checkpoint_leaves_another_logs_fence)
+{
+	static uint8_t other[BLK];
+	size_t len;
+
+	alex_db *p = open_engine(&cfg, &io);
+	sqlite_like_commit(p, page1, 0x21);
+	cr_expect_eq(alex_base_is_ours(p), 1, "its own fence");
+	cr_assert_eq(alex_checkpoint(p), 0); /* the log stays, holding nothing */
+	memcpy(other, page1, BLK);
+	other[40] ^= 1; /* another history: the schema cookie */
+	memcpy(other + 92, other + 24, 4);
+	foreign_mark(other, "another log ...", 9);
+	cr_assert_eq(io.ops->pwrite(io.ctx, alex_db_fd(p), other, BLK, 0), 0);
+	cr_assert_eq(alex_refresh(p, 1), 0);
+	cr_expect_eq(alex_checkpoint(p), ALEX_EFOREIGN);
+	cr_expect_arr_eq(alex_mem_get(mem, DB, &len), other, BLK, "the other log's fence stays");
+	alex_close(p);
+}
+
+/* ... and with commits of its own in the log, the file carrying another
+ * log's fence is not its to write (the close's check, serve.c). */
+Test(orphan, a_file_with_another_logs_fence_is_not_ours)
+{
+	static uint8_t other[BLK];
+
+	alex_db *p = open_engine(&cfg, &io);
+	sqlite_like_commit(p, page1, 0x21);
+	cr_expect_eq(alex_base_is_ours(p), 1);
+	memcpy(other, page1, BLK);
+	foreign_mark(other, "another log ...", 9);
+	cr_assert_eq(io.ops->pwrite(io.ctx, alex_db_fd(p), other, BLK, 0), 0);
+	cr_expect_eq(alex_base_is_ours(p), 0);
+	alex_close(p);
 }
