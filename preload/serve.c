@@ -202,18 +202,21 @@ static void nap(void)
  * database, 0 if the file could not be had.  The checkpoint that follows
  * writes through the engine's descriptor, so that must still be the
  * database (a program that closed it behind ALEX's back: no checkpoint,
- * the log keeps the data: review).  The lock is taken through a copy of
- * that descriptor: a POSIX lock is the process's through any descriptor of
- * the file, and closing the copy drops it (the engine's own locks are of
- * its description, which the copy's close leaves).  Not by the name, which
- * the program may no longer open (a server that opened the database as
- * root, then became its own user), and which may lead elsewhere: renamed
- * away, the file is fenced with no log beside it under its new name, which
- * every other opener refuses (protect.c), so its pages go into it here, as
- * SQLite's would have (review: by the name, nothing was checkpointed and
- * the file stayed fenced); replaced, the file at the name is another's.
- * The close then writes only a file that still carries this log's fence
- * (alex_base_is_ours).  A lock taken after
+ * the log keeps the data: review).  While the name still leads to that
+ * file, the lock is taken through a copy of the engine's descriptor: a
+ * POSIX lock is the process's through any descriptor of the file, and
+ * closing the copy drops it (the engine's own locks are of its
+ * description, which the copy's close leaves) -- so a program that gave up
+ * the privileges it opened the database with (a server that starts as
+ * root) still checkpoints, where an open by the name fails.  A name that
+ * leads elsewhere is taken as before, by the name: the lock must keep out
+ * every user of the log, and the log is reached by the name -- a new file
+ * there, or the log moved along with the file by libalex.so's rename and
+ * joined by others under the new name (third review: a checkpoint through
+ * the engine's descriptor there lost their commits; the file renamed away
+ * keeps its fence, and is refused with no log beside it, until its log is
+ * put back).  The close writes only a file that still carries this log's
+ * fence (alex_base_is_ours).  A lock taken after
  * alex_serve_close_wait looked (by a process that holds no writer lock on
  * the log: it may not write, or its engine opened before the log was
  * made) is waited out as that would have, unless it spent its wait
@@ -222,6 +225,7 @@ static int exclusive_hold(struct pdb *db, int *held)
 {
 	struct flock l = lock_range();
 	int own = alex_db_fd(db->eng), fd;
+	struct stat64 st;
 
 	*held = 0;
 	if (own < 0 || !alex_fd_is(own, db->dev, db->ino)) {
@@ -229,9 +233,12 @@ static int exclusive_hold(struct pdb *db, int *held)
 			 "checkpoint at close (the log keeps the data)", db->path);
 		return -1;
 	}
-	uint64_t t0 = ALEX_TRACE_T0();
-	fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
-	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, own, t0, F_DUPFD_CLOEXEC, fd, NULL);
+	if (REAL(stat64)(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino) {
+		uint64_t t0 = ALEX_TRACE_T0();
+		fd = REAL(fcntl)(own, F_DUPFD_CLOEXEC, 0);
+		alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, own, t0, F_DUPFD_CLOEXEC, fd, NULL);
+	} else
+		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	for (unsigned i = 0;; i++) {
@@ -333,8 +340,8 @@ void alex_serve_close(struct pdb *db)
 	if (xfd >= 0 && ours != 1) {
 		alex_msg(ALEX_MSG_WARN, "%s: %s: no checkpoint at close (the log keeps the data)",
 			 db->path, ours ? alex_strerror(ours) : "the file this process has open no "
-			 "longer carries its log's fence (replaced, and its log taken up for the new "
-			 "file)");
+			 "longer carries its log's fence (replaced or moved, its log taken up for "
+			 "another file)");
 		REAL(close)(xfd);
 		xfd = -1;
 	}
