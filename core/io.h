@@ -25,6 +25,7 @@ struct alex_finfo {
 	uint32_t mode;  /* permission bits (st_mode & 07777) */
 	uint32_t uid, gid;
 	uint32_t nlink; /* 0: the file was unlinked while open */
+	uint64_t dev, ino; /* which file: two opens of one file agree */
 };
 
 /* Lock modes, and the bytes of the log the engines lock (alex-log(5)). */

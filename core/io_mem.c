@@ -393,6 +393,7 @@ static int mem_stat(void *ctx, int fd, struct alex_finfo *fi)
 	fi->size = m->files[fd].size;
 	fi->mode = m->files[fd].mode;
 	fi->nlink = 1;
+	fi->ino = (uint64_t)fd + 1; /* a descriptor is the file's slot */
 	return 0;
 }
 

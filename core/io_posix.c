@@ -185,6 +185,8 @@ static int px_stat(void *ctx, int fd, struct alex_finfo *fi)
 	fi->uid = st.st_uid;
 	fi->gid = st.st_gid;
 	fi->nlink = (uint32_t)st.st_nlink;
+	fi->dev = (uint64_t)st.st_dev;
+	fi->ino = (uint64_t)st.st_ino;
 	return 0;
 }
 

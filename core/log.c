@@ -638,12 +638,24 @@ int alex_log_mark_staged(struct alex_db *db)
 	return raise ? alex_log_sync(db) : 0;
 }
 
-/* Does the name still lead to the log this engine holds? */
+/* Does the name still lead to the log this engine holds?  Not once it
+ * was unlinked (a stub another engine's new log replaced), nor when it was
+ * moved (libalex.so's rename of the database takes the log along) and
+ * another log made at the name (third review: its commits were unlinked
+ * with it). */
 static int still_named(struct alex_db *db)
 {
-	struct alex_finfo fi;
+	const struct alex_io_ops *o = db->io.ops;
+	struct alex_finfo held, named;
+	int fd, same;
 
-	return db->io.ops->stat(db->io.ctx, db->log_fd, &fi) == 0 && fi.nlink != 0;
+	if (o->stat(db->io.ctx, db->log_fd, &held) || held.nlink == 0 ||
+	    o->open(db->io.ctx, db->log_path, ALEX_O_RDONLY, &fd))
+		return 0;
+	same = o->stat(db->io.ctx, fd, &named) == 0 && named.dev == held.dev &&
+	       named.ino == held.ino;
+	o->close(db->io.ctx, fd);
+	return same;
 }
 
 /* settle: the database file's mark first (alex_log_remove) */

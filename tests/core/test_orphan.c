@@ -435,3 +435,24 @@ Test(orphan, a_file_with_another_logs_fence_is_not_ours)
 	cr_expect_eq(alex_base_is_ours(p), 0);
 	alex_close(p);
 }
+
+/* The log moved while the engine holds it (libalex.so's rename of the
+ * database takes it along), and another log made at its old name: the
+ * engine's last close must not remove that one by the name (third
+ * review: its commits were unlinked with it). */
+Test(orphan, a_close_leaves_another_log_at_the_name)
+{
+	static const uint8_t theirs[] = "another engine's log, made at the name";
+	size_t len;
+
+	cfg.remove_log = 1;
+	cfg.checkpoint_on_close = 1;
+	alex_db *p = open_engine(&cfg, &io);
+	sqlite_like_commit(p, page1, 0x21);
+	cr_assert_eq(io.ops->rename(io.ctx, LOG, AWAY, 0), 0);
+	cr_assert_eq(alex_mem_set(mem, LOG, theirs, sizeof theirs), 0);
+	alex_close(p);
+	const uint8_t *at = alex_mem_get(mem, LOG, &len);
+	cr_assert_not_null(at, "the log at the name is still there");
+	cr_expect_eq(len, sizeof theirs);
+}

@@ -1440,5 +1440,27 @@ print(" ".join((q.stdout + q.stderr).split()))'
 done
 unset ALEX_SYNC
 
+# a connection's own process renames its database (libalex.so's rename
+# takes the log along), and another process with ALEX makes a new database
+# at the old name, commits 4 rows and is killed: the first connection's
+# last close must not remove the new database's log by the old name (third
+# review: "a.db" refused, the 4 rows gone)
+scenario "moved-log-then-new-log-at-the-name" "4" '
+import os, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+subprocess.run(["sqlite3", d + "/a.db", "create table t(x)"], env=plain, check=True)
+c = sqlite3.connect(d + "/a.db", isolation_level=None)
+c.execute("insert into t values(1)")
+os.rename(d + "/a.db", d + "/b.db")
+subprocess.run([sys.executable, "-c", "import os, sqlite3, sys\n"
+                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                "c.execute(\"create table u(y)\")\n"
+                "for i in range(4): c.execute(\"insert into u values(?)\", (i,))\n"
+                "os.kill(os.getpid(), 9)", d + "/a.db"])
+c.close()
+q = subprocess.run(["sqlite3", d + "/a.db", "select count(*) from u"], capture_output=True, text=True)
+print(" ".join((q.stdout + q.stderr).split()))'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
