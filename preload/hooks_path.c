@@ -102,16 +102,25 @@ static int unlinkat_inner(int dirfd, const char *path, int flags)
 	return r;
 }
 
+/* After a database was renamed: every file of its log goes along -- the
+ * change counter too, or a process that keeps the old one misses the
+ * commits of those who join the moved log (third review), and the staging
+ * log, or its commits stay behind under the old name (the same review:
+ * NORMAL mode lost a row).  The log itself last: an opener at the new name
+ * in between finds no log beside the fenced file and is refused, not let
+ * in without the staged commits. */
 static void move_log(int olddir, const char *from, int newdir, const char *to)
 {
+	static const char *const files[] = { "-alex-stage-shm", "-alex-stage", "-alex-shm", "-alex" };
 	char a[PATH_MAX], b[PATH_MAX];
 	int saved = errno;
 
-	if (snprintf(a, sizeof a, "%s-alex", from) < (int)sizeof a &&
-	    snprintf(b, sizeof b, "%s-alex", to) < (int)sizeof b) {
-		if (REAL(renameat)(olddir, a, newdir, b) != 0 && errno == ENOENT)
+	for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (snprintf(a, sizeof a, "%s%s", from, files[i]) < (int)sizeof a &&
+		    snprintf(b, sizeof b, "%s%s", to, files[i]) < (int)sizeof b &&
+		    REAL(renameat)(olddir, a, newdir, b) != 0 && errno == ENOENT &&
+		    i == sizeof files / sizeof files[0] - 1)
 			REAL(unlinkat)(newdir, b, 0); /* no log: the target's old one must go */
-	}
 	errno = saved;
 }
 
