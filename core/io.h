@@ -77,6 +77,9 @@ struct alex_io_ops {
 	/* bytes an unprivileged writer can still add to fd's file system */
 	int (*space)(void *ctx, int fd, uint64_t *avail);
 	int (*exists)(void *ctx, const char *path, int *yes);
+	/* what path names, not following a symbolic link; ENOENT if nothing
+	 * (no open: a FIFO there must not block) */
+	int (*stat_path)(void *ctx, const char *path, struct alex_finfo *fi);
 	/* noreplace: fail with EEXIST rather than replace an existing to */
 	int (*rename)(void *ctx, const char *from, const char *to, int noreplace);
 	int (*unlink)(void *ctx, const char *path);

@@ -427,6 +427,13 @@ static int mem_exists(void *ctx, const char *path, int *yes)
 	return 0;
 }
 
+static int mem_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	int i = find(ctx, path);
+
+	return i < 0 ? ENOENT : mem_stat(ctx, i, fi); /* a descriptor is the slot */
+}
+
 static int mem_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	alex_mem *m = ctx;
@@ -580,6 +587,7 @@ static const struct alex_io_ops mem_ops = {
 	.own = mem_own,
 	.space = mem_space,
 	.exists = mem_exists,
+	.stat_path = mem_stat_path,
 	.rename = mem_rename,
 	.unlink = mem_unlink,
 	.sync_dir = mem_sync_dir,

@@ -151,6 +151,16 @@ static int o_space(void *ctx, int fd, uint64_t *avail)
 	return c->files.ops->space(c->files.ctx, fd, avail);
 }
 
+static int o_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	struct alex_io_over *c = ctx;
+	int f = base_named(c, path);
+
+	if (f < 0)
+		return c->files.ops->stat_path(c->files.ctx, path, fi);
+	return c->below->base_fd[f] < 0 ? ENOENT : o_stat(ctx, c->below->base_fd[f], fi);
+}
+
 static int o_exists(void *ctx, const char *path, int *yes)
 {
 	struct alex_io_over *c = ctx;
@@ -255,7 +265,7 @@ static const struct alex_io_ops over_ops = {
 	.open = o_open, .close = o_close, .pread = o_pread, .pwrite = o_pwrite,
 	.fdatasync = o_fdatasync, .write_out = o_write_out, .ftruncate = o_ftruncate,
 	.allocate = o_allocate, .size = o_size, .stat = o_stat, .own = o_own,
-	.space = o_space, .exists = o_exists, .rename = o_rename, .unlink = o_unlink,
+	.space = o_space, .exists = o_exists, .stat_path = o_stat_path, .rename = o_rename, .unlink = o_unlink,
 	.sync_dir = o_sync_dir, .lock = o_lock, .shm_map = o_shm_map, .shm_unmap = o_shm_unmap,
 	.ident = o_ident, .prepare = o_prepare,
 };

@@ -173,6 +173,17 @@ static int px_size(void *ctx, int fd, uint64_t *size)
 	return 0;
 }
 
+static void info_of(const struct stat *st, struct alex_finfo *fi)
+{
+	fi->size = (uint64_t)st->st_size;
+	fi->mode = st->st_mode & 07777;
+	fi->uid = st->st_uid;
+	fi->gid = st->st_gid;
+	fi->nlink = (uint32_t)st->st_nlink;
+	fi->dev = (uint64_t)st->st_dev;
+	fi->ino = (uint64_t)st->st_ino;
+}
+
 static int px_stat(void *ctx, int fd, struct alex_finfo *fi)
 {
 	struct stat st;
@@ -180,13 +191,18 @@ static int px_stat(void *ctx, int fd, struct alex_finfo *fi)
 	(void)ctx;
 	if (syscall(SYS_fstat, fd, &st) < 0)
 		return errno;
-	fi->size = (uint64_t)st.st_size;
-	fi->mode = st.st_mode & 07777;
-	fi->uid = st.st_uid;
-	fi->gid = st.st_gid;
-	fi->nlink = (uint32_t)st.st_nlink;
-	fi->dev = (uint64_t)st.st_dev;
-	fi->ino = (uint64_t)st.st_ino;
+	info_of(&st, fi);
+	return 0;
+}
+
+static int px_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	struct stat st;
+
+	(void)ctx;
+	if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno;
+	info_of(&st, fi);
 	return 0;
 }
 
@@ -412,6 +428,7 @@ static const struct alex_io_ops posix_ops = {
 	.own = px_own,
 	.space = px_space,
 	.exists = px_exists,
+	.stat_path = px_stat_path,
 	.rename = px_rename,
 	.unlink = px_unlink,
 	.sync_dir = px_sync_dir,

@@ -385,6 +385,11 @@ static int t_space(void *ctx, int fd, uint64_t *avail)
 	return P()->space(ctx, fd, avail);
 }
 
+static int t_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	return P()->stat_path(ctx, path, fi);
+}
+
 static int t_exists(void *ctx, const char *path, int *yes)
 {
 	return P()->exists(ctx, path, yes);
@@ -460,6 +465,7 @@ static const struct alex_io_ops test_ops = {
 	.own = t_own,
 	.space = t_space,
 	.exists = t_exists,
+	.stat_path = t_stat_path,
 	.rename = t_rename,
 	.unlink = t_unlink,
 	.sync_dir = t_sync_dir,

@@ -647,15 +647,13 @@ static int still_named(struct alex_db *db)
 {
 	const struct alex_io_ops *o = db->io.ops;
 	struct alex_finfo held, named;
-	int fd, same;
 
-	if (o->stat(db->io.ctx, db->log_fd, &held) || held.nlink == 0 ||
-	    o->open(db->io.ctx, db->log_path, ALEX_O_RDONLY, &fd))
-		return 0;
-	same = o->stat(db->io.ctx, fd, &named) == 0 && named.dev == held.dev &&
+	/* by the name, never opened: a FIFO put there would block an open,
+	 * and a process that gave up its privileges may not open the log
+	 * (fourth review) */
+	return o->stat(db->io.ctx, db->log_fd, &held) == 0 && held.nlink != 0 && o->stat_path &&
+	       o->stat_path(db->io.ctx, db->log_path, &named) == 0 && named.dev == held.dev &&
 	       named.ino == held.ino;
-	o->close(db->io.ctx, fd);
-	return same;
 }
 
 /* settle: the database file's mark first (alex_log_remove) */

@@ -496,6 +496,12 @@ static int x_space(void *ctx, int fd, uint64_t *avail)
 	return c->inner.ops->space(c->inner.ctx, fd, avail);
 }
 
+static int x_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	struct alex_xts_io *c = ctx;
+	return c->inner.ops->stat_path(c->inner.ctx, path, fi); /* the size as stored */
+}
+
 static int x_exists(void *ctx, const char *path, int *yes)
 {
 	struct alex_xts_io *c = ctx;
@@ -546,7 +552,7 @@ static const struct alex_io_ops xts_ops = {
 	.open = x_open, .close = x_close, .pread = x_pread, .pwrite = x_pwrite,
 	.fdatasync = x_fdatasync, .write_out = x_write_out, .ftruncate = x_ftruncate,
 	.allocate = x_allocate, .size = x_size, .stat = x_stat, .own = x_own,
-	.space = x_space, .exists = x_exists, .rename = x_rename, .unlink = x_unlink,
+	.space = x_space, .exists = x_exists, .stat_path = x_stat_path, .rename = x_rename, .unlink = x_unlink,
 	.sync_dir = x_sync_dir, .lock = x_lock, .shm_map = x_shm_map, .shm_unmap = x_shm_unmap,
 };
 

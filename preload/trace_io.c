@@ -165,6 +165,13 @@ static int named(enum alex_tkind kind, int role, uint64_t t0, const char *path, 
 	return err;
 }
 
+static int t_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	(void)ctx;
+	uint64_t t0 = alex_trace_now();
+	return named(ALEX_TK_STAT, role_of(path), t0, path, IN->stat_path(CTX, path, fi));
+}
+
 static int t_exists(void *ctx, const char *path, int *yes)
 {
 	(void)ctx;
@@ -222,7 +229,7 @@ static const struct alex_io_ops traced_ops = {
 	.open = t_open, .close = t_close, .pread = t_pread, .pwrite = t_pwrite,
 	.fdatasync = t_fdatasync, .write_out = t_write_out, .ftruncate = t_ftruncate,
 	.allocate = t_allocate, .size = t_size, .stat = t_stat,
-	.own = t_own, .space = t_space, .exists = t_exists, .rename = t_rename,
+	.own = t_own, .space = t_space, .exists = t_exists, .stat_path = t_stat_path, .rename = t_rename,
 	.unlink = t_unlink, .sync_dir = t_sync_dir, .lock = t_lock,
 	.shm_map = t_shm_map, .shm_unmap = t_shm_unmap,
 };

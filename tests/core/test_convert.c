@@ -230,6 +230,11 @@ static int c_exists(void *ctx, const char *path, int *yes)
 	struct alex_io *in = ctx;
 	return in->ops->exists(in->ctx, path, yes);
 }
+static int c_stat_path(void *ctx, const char *path, struct alex_finfo *fi)
+{
+	struct alex_io *in = ctx;
+	return in->ops->stat_path(in->ctx, path, fi);
+}
 static int c_rename(void *ctx, const char *from, const char *to, int noreplace)
 {
 	struct alex_io *in = ctx;
@@ -261,7 +266,7 @@ static const struct alex_io_ops cut_ops = {
 	.open = c_open, .close = c_close, .pread = c_pread, .pwrite = c_pwrite,
 	.fdatasync = c_fdatasync, .write_out = c_write_out, .ftruncate = c_ftruncate,
 	.allocate = c_allocate, .size = c_size, .stat = c_stat, .own = c_own,
-	.space = c_space, .exists = c_exists, .rename = c_rename, .unlink = c_unlink,
+	.space = c_space, .exists = c_exists, .stat_path = c_stat_path, .rename = c_rename, .unlink = c_unlink,
 	.sync_dir = c_sync_dir, .lock = c_lock,
 };
 

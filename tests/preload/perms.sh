@@ -115,8 +115,26 @@ c.close()
 	got=$(sqlite3 "$d/a.db" "select count(*) from t" 2>&1)
 	t "privileges dropped before the last close: SQLite without ALEX reads 3 rows (got '$got')" \
 		[ "$got" = 3 ]
+
+	# the same with a 0600 database in a directory nobody may write: the
+	# log goes too (fourth review: a removal that opened the log's name to
+	# compare it with its own could not, and kept it)
+	d=$tmp/drop2
+	mkdir -p "$d" && chmod 777 "$d"
+	sqlite3 "$d/a.db" "create table t(x)" && chmod 600 "$d/a.db"
+	LD_PRELOAD=$lib python3 -c '
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("insert into t values(1)")
+os.setgid(int(sys.argv[3])); os.setuid(int(sys.argv[2]))
+c.close()
+' "$d/a.db" "$(id -u nobody)" "$(id -g nobody)"
+	t "privileges dropped, 0600 database: SQLite without ALEX reads the row" \
+		[ "$(sqlite3 "$d/a.db" "select count(*) from t" 2>&1)" = 1 ]
+	t "privileges dropped, 0600 database: nothing left beside it ($(ls -A "$d" | tr '\n' ' '))" \
+		[ "$(ls -A "$d")" = a.db ]
 else
-	skip=$((skip + 7))
+	skip=$((skip + 9))
 	echo "perms: owner checks not run (they need root, user nobody and setpriv): $why"
 fi
 echo "perms: $pass passed, $fail failed, $skip skipped"
