@@ -132,7 +132,7 @@ int alex_inspect_main(int argc, char **argv)
 		return rc;
 	}
 	struct alex_logmap lm;
-	int err = alex_logmap_read(path, &lm), orphan = err == ENOENT && fenced(path);
+	int err = alex_logmap_read(path, &lm), orphan = err == ENOENT ? fenced(path) : 0;
 	if (err == ENOENT && json)
 		inspect_json_no_log(path, log, orphan);
 	else if (err == ENOENT)

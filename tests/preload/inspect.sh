@@ -131,6 +131,17 @@ t "fenced, no log: said so" grep -q '^moved.db-alex: no log, and moved.db carrie
 "$A" inspect --json moved.db >out
 t "fenced, no log: --json" jcheck out "d['log_present'] is False and d['fenced_without_log'] is True"
 
+# no log, an encrypted file: its mark is ciphertext, and inspect says the
+# key tells (second review: "the database holds everything", exit 0)
+sqlite3 enc.db 'create table t(x); insert into t values(1)'
+head -c 64 /dev/urandom >enc.key && chmod 600 enc.key
+"$A" encrypt --key-file=enc.key enc.db >/dev/null 2>&1
+"$A" inspect enc.db >out 2>&1
+t "encrypted, no log: exit 0" [ $? -eq 0 ]
+t "encrypted, no log: the key tells" grep -q "^enc.db-alex: no log; enc.db is encrypted, .*ALEX_KEY_FILE=KEY alex stat enc.db$" out
+"$A" inspect --json enc.db >out
+t "encrypted, no log: --json" jcheck out "d['log_present'] is False and d['fenced_without_log'] is None"
+
 # a flipped byte in the stored bytes of the last record: the records before
 # it listed, the damage named, exit 1
 cp one.db bad.db && cp one.db-alex bad.db-alex
