@@ -708,10 +708,12 @@ static int log_remove(struct alex_db *db, int settle)
 	/* no mark of this log left on the database file, durably, before
 	 * its name goes: a fence with no log is a database moved away from
 	 * it (protect.c) */
-	int err = 0;
-	if (settle && still_named(db))
+	int err = 0, named = still_named(db);
+	if (named && settle) {
 		err = alex_protect_settle(db);
-	if (!still_named(db)) {
+		named = still_named(db);
+	}
+	if (!named) {
 		alex_log_drop(db);
 		db->epoch_live = 0;
 		return 0;

@@ -381,23 +381,37 @@ int alex_protect_clear(struct alex_db *db, const uint8_t *blk0, uint64_t size)
 	return err;
 }
 
+/* The base's mark as it is now, read again. */
+static int mark_now(struct alex_db *db, uint8_t h[HDR], size_t *got, uint64_t *size,
+		    struct alex_mark *m)
+{
+	const struct alex_io_ops *o = db->io.ops;
+	int fd = db->base_fd[ALEX_FILE_DB], err;
+
+	*got = 0;
+	memset(h, 0, HDR);
+	if ((err = o->size(db->io.ctx, fd, size)) ||
+	    (*size && (err = o->pread(db->io.ctx, fd, h, HDR, 0, got))))
+		return err;
+	read_mark(h, *got, *size, m);
+	return 0;
+}
+
 int alex_protect_base_header(struct alex_db *db, uint8_t out[ALEX_BASE_HDR])
 {
-	int fd = db->base_fd[ALEX_FILE_DB], err;
 	struct alex_mark m;
-	uint64_t size = 0;
-	size_t got = 0;
+	uint64_t size;
+	size_t got;
+	int err;
 
 	/* a staging engine's base is another engine: its point stands for it */
 	if (db->io.ops->ident)
 		return db->io.ops->ident(db->io.ctx, out);
 	memset(out, 0, ALEX_BASE_HDR);
-	if (fd < 0)
+	if (db->base_fd[ALEX_FILE_DB] < 0)
 		return 0;
-	if ((err = db->io.ops->size(db->io.ctx, fd, &size)) ||
-	    (size && (err = db->io.ops->pread(db->io.ctx, fd, out, ALEX_BASE_HDR, 0, &got))))
+	if ((err = mark_now(db, out, &got, &size, &m)))
 		return err;
-	read_mark(out, got, size, &m);
 	if (m.kind == ALEX_MARK_PLACEHOLDER || m.kind == ALEX_MARK_TORN)
 		memset(out, 0, ALEX_BASE_HDR);
 	alex_protect_unmask(out, got);
@@ -471,21 +485,6 @@ int alex_protect_check_base(struct alex_db *db)
 	return err;
 }
 
-/* The base's mark as it is now, read again. */
-static int mark_now(struct alex_db *db, uint8_t h[HDR], size_t *got, uint64_t *size,
-		    struct alex_mark *m)
-{
-	const struct alex_io_ops *o = db->io.ops;
-	int fd = db->base_fd[ALEX_FILE_DB], err;
-
-	*got = 0;
-	memset(h, 0, HDR);
-	if ((err = o->size(db->io.ctx, fd, size)) ||
-	    (*size && (err = o->pread(db->io.ctx, fd, h, HDR, 0, got))))
-		return err;
-	read_mark(h, *got, *size, m);
-	return 0;
-}
 
 /*
  * A close that removes its log unmarks first, and a log's name exists

@@ -1374,6 +1374,13 @@ print(synced, n)'
 done
 unset ALEX_SYNC
 
+# the start of the scenarios below: the directory, and the environment
+# of a program without ALEX
+PY_START='import os, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+'
+
 # the database renamed away by another program while a connection has it
 # open, its newest pages in the log (which keeps the old name): another
 # process with ALEX opening the file under its new name finds no log
@@ -1385,10 +1392,7 @@ unset ALEX_SYNC
 # review: through the engine's descriptor it lost others' commits).  With
 # the logs put back beside it, everything committed is there.
 for sync in full normal; do
-	ALEX_SYNC=$sync scenario "renamed-away-then-opened-$sync" "refused ok 2000 250" '
-import os, sqlite3, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+	ALEX_SYNC=$sync scenario "renamed-away-then-opened-$sync" "refused ok 2000 250" "$PY_START"'
 subprocess.run(["sqlite3", d + "/a.db", "create table t(x integer primary key, y); with recursive "
                 "c(i) as (select 1 union all select i+1 from c where i<2000) insert into t "
                 "select i, randomblob(200) from c"], env=plain, check=True)
@@ -1418,10 +1422,7 @@ done
 # fence is on the new one) nor remove it.  The next opener with ALEX
 # recovers them.
 for sync in full normal; do
-	ALEX_SYNC=$sync scenario "replaced-then-written-$sync" "ok 1 5" '
-import os, sqlite3, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+	ALEX_SYNC=$sync scenario "replaced-then-written-$sync" "ok 1 5" "$PY_START"'
 subprocess.run(["sqlite3", d + "/a.db", "create table t(x); insert into t values(1)"], env=plain,
                check=True)
 c = sqlite3.connect(d + "/a.db", isolation_level=None)
@@ -1445,10 +1446,7 @@ unset ALEX_SYNC
 # at the old name, commits 4 rows and is killed: the first connection's
 # last close must not remove the new database's log by the old name (third
 # review: "a.db" refused, the 4 rows gone)
-scenario "moved-log-then-new-log-at-the-name" "4" '
-import os, sqlite3, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+scenario "moved-log-then-new-log-at-the-name" "4" "$PY_START"'
 subprocess.run(["sqlite3", d + "/a.db", "create table t(x)"], env=plain, check=True)
 c = sqlite3.connect(d + "/a.db", isolation_level=None)
 c.execute("insert into t values(1)")
@@ -1470,10 +1468,7 @@ print(" ".join((q.stdout + q.stderr).split()))'
 # (third review: the staging log left behind lost the row, the counter
 # left behind the other's)
 for sync in full normal; do
-	ALEX_SYNC=$sync scenario "renamed-by-its-process-then-joined-$sync" "ok P|1 Q|5 P|1 Q|5" '
-import os, sqlite3, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+	ALEX_SYNC=$sync scenario "renamed-by-its-process-then-joined-$sync" "ok P|1 Q|5 P|1 Q|5" "$PY_START"'
 subprocess.run(["sqlite3", d + "/a.db", "create table t(x)"], env=plain, check=True)
 c = sqlite3.connect(d + "/a.db", isolation_level=None)
 c.execute("insert into t values(\"P\")")
@@ -1495,10 +1490,7 @@ unset ALEX_SYNC
 # a FIFO put at the log's name (the log moved aside) while a connection
 # has commits in it: the last close compares the name with its log by
 # stat, never opening it -- an open would block for ever (fourth review)
-scenario "fifo-at-the-logs-name" "closed ok" '
-import os, sqlite3, subprocess, sys
-d = sys.argv[1]
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+scenario "fifo-at-the-logs-name" "closed ok" "$PY_START"'
 subprocess.run(["sqlite3", d + "/a.db", "create table t(x)"], env=plain, check=True)
 r = subprocess.run(["timeout", "20", sys.executable, "-c", "import os, sqlite3, sys\n"
                     "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
