@@ -99,10 +99,14 @@ int alex_mem_reserve(struct mfile *f, uint64_t size)
 	uint64_t n = f->cap ? f->cap : 65536;
 	while (n < size)
 		n *= 2;
-	uint8_t *d = realloc(f->data, n);
+	/* a first buffer from calloc: large ones come zeroed from the
+	 * kernel, where a memset would touch every page (crash images copy
+	 * whole files, test_powerloss.c thousands of times) */
+	uint8_t *d = f->data ? realloc(f->data, n) : calloc(1, n);
 	if (!d)
 		return ENOMEM;
-	memset(d + f->cap, 0, n - f->cap);
+	if (f->data)
+		memset(d + f->cap, 0, n - f->cap);
 	f->data = d;
 	f->cap = n;
 	return 0;

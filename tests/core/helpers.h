@@ -43,9 +43,13 @@ static inline void fill_block(uint8_t *b, uint32_t txn, uint32_t blk)
 			uint64_t v = rnd(&s);
 			memcpy(b + i, &v, 8);
 		}
-	} else {
-		for (unsigned i = 8; i < BLK; i++)
-			b[i] = (uint8_t)("row-%u value payload "[(i + txn) % 21] + (i / 512));
+	} else { /* b[i] = text[(i + txn) % 21] + i / 512, without a division per byte */
+		static const char text[] = "row-%u value payload ";
+		unsigned k = (8 + txn) % 21;
+		for (unsigned i = 8; i < BLK; i++) {
+			b[i] = (uint8_t)(text[k] + (i / 512));
+			k = k == 20 ? 0 : k + 1;
+		}
 	}
 }
 
