@@ -96,7 +96,7 @@ static int find_one(struct pdb *db, void *arg)
 	if (f->db || !__atomic_load_n(&db->skip_dirsync, __ATOMIC_ACQUIRE) || !db->dir_path ||
 	    strcmp(db->dir_path, f->path) != 0)
 		return 0;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (!db->dir.held) {
 		if (db->dir.fd < 0)
 			db->dir.fd = REAL(open)(db->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -106,7 +106,7 @@ static int find_one(struct pdb *db, void *arg)
 			alex_pdb_ref(db); /* while alex_pdb_each still holds one */
 		}
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return 0;
 }
 

@@ -118,9 +118,9 @@ static int lock_call(int cmd, const struct flock *l)
 }
 
 /* *served: answered without the call as made (locks.c) */
-static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int *served_out)
+static int do_fcntl(struct ofd *o, int fd, int cmd, void *arg, int (*real)(int, int, ...),
+		    int *served_out)
 {
-	struct ofd *o = alex_fd_get(fd);
 	int r;
 
 	/* in WAL mode the file is SQLite's own: its locks mark nothing of
@@ -183,13 +183,18 @@ static int do_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...), int 
 	return r;
 }
 
-static int traced_fcntl(int fd, int cmd, void *arg, int (*real)(int, int, ...))
+/* Inline in both entry points: SQLite's WAL mode makes four lock calls
+ * per transaction on -shm, which ALEX does not track, and they pay only
+ * the fd-table lookup. */
+static inline __attribute__((always_inline)) int traced_fcntl(int fd, int cmd, void *arg,
+							      int (*real)(int, int, ...))
 {
+	struct ofd *o = alex_fd_get(fd);
 	int tr = alex_trace_fd(fd), served = 0;
 	if (!tr)
-		return do_fcntl(fd, cmd, arg, real, &served);
+		return o ? do_fcntl(o, fd, cmd, arg, real, &served) : real(fd, cmd, arg);
 	uint64_t t0 = alex_trace_now();
-	int r = do_fcntl(fd, cmd, arg, real, &served);
+	int r = do_fcntl(o, fd, cmd, arg, real, &served);
 	alex_trace_fcntl(tr, fd, cmd, arg, t0, r, served ? ALEX_TF_SERVED : 0);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		alex_trace_dup(fd, r, 0);

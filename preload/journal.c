@@ -169,21 +169,21 @@ static void absent_seen(struct pdb *db, enum alex_role role, const struct alex_f
 int alex_name_known(struct pdb *db, enum alex_role role, struct stat64 *st, int *exists,
 		    struct alex_fence *before)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int known = absent_known(db, role, before);
 	/* a journal in memory is the one SQLite means (none is on disk) */
 	*exists = known && role == ROLE_JOURNAL && db->j.exists;
 	if (*exists && st)
 		fill_stat(db, st);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return known;
 }
 
 void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fence *before)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	absent_seen(db, role, before);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }
 
 /* ---- by name ------------------------------------------------------------------ */
@@ -214,7 +214,7 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 
 int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int made = !db->j.exists, err = ensure(db, jpath, flags);
 	if (!err) {
 		*fd = hand_out(&db->j, flags);
@@ -228,7 +228,7 @@ int alex_journal_open(struct pdb *db, const char *jpath, int flags, int *fd)
 			db->j.size = 0;
 		}
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (err == ON_DISK)
 		return ALEX_JOURNAL_DISK;
 	if (err) {
@@ -253,13 +253,13 @@ struct pdb *alex_journal_find(int dirfd, const char *path)
 
 int alex_journal_unlink(struct pdb *db)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int had = db->j.exists;
 	__atomic_store_n(&db->j.exists, 0, __ATOMIC_RELEASE);
 	db->j.size = 0;
 	if (db->j.cap > KEEP_BYTES)
 		give_back(&db->j);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (!had) {
 		errno = ENOENT;
 		return -1;
@@ -273,10 +273,10 @@ int alex_journal_truncate(struct pdb *db, off_t size)
 
 	if (size < 0)
 		err = EINVAL;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (db->j.exists && size >= 0)
 		err = resize(&db->j, (uint64_t)size);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (err) {
 		errno = err;
 		return -1;
@@ -288,10 +288,10 @@ int alex_journal_extend(struct pdb *db, uint64_t end)
 {
 	int err = ENOENT;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (db->j.exists)
 		err = end > db->j.size ? resize(&db->j, end) : 0;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return err;
 }
 
@@ -316,11 +316,11 @@ static void fill_stat(const struct pdb *db, struct stat64 *st)
 
 int alex_journal_stat(struct pdb *db, struct stat64 *st)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int exists = db->j.exists;
 	if (exists)
 		fill_stat(db, st);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (!exists) {
 		errno = ENOENT;
 		return -1;
@@ -332,9 +332,9 @@ int alex_journal_stat(struct pdb *db, struct stat64 *st)
 
 void alex_journal_fstat(struct pdb *db, struct stat64 *st)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	fill_stat(db, st);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }
 
 ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
@@ -343,7 +343,7 @@ ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64
 	int err = 0;
 	ssize_t total = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	struct alex_jmem *j = &db->j;
 	uint64_t at = how == ALEX_SERVE_APPEND ? j->size : *pos;
 	for (int i = 0; i < cnt && !err; i++) {
@@ -368,7 +368,7 @@ ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64
 	}
 	if (!err)
 		*pos = at;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (err) {
 		errno = err;
 		return -1;
@@ -378,7 +378,7 @@ ssize_t alex_journal_io(struct pdb *db, const struct iovec *iov, int cnt, uint64
 
 int64_t alex_journal_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int64_t size = (int64_t)db->j.size, to = -1;
 	switch (whence) {
 	case SEEK_SET: to = off; break;
@@ -387,7 +387,7 @@ int64_t alex_journal_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence
 	case SEEK_DATA: to = off < size ? off : -1; break;
 	case SEEK_HOLE: to = off < size ? size : -1; break;
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (to < 0) {
 		errno = whence == SEEK_DATA || whence == SEEK_HOLE ? ENXIO : EINVAL;
 		return -1;

@@ -65,7 +65,7 @@ struct dbmap {
 };
 
 static struct dbmap maps[ALEX_MAPS];
-static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static alex_mutex maps_mu = ALEX_MUTEX_INIT;
 int alex_mmap_live;
 
 static size_t page(void)
@@ -180,8 +180,8 @@ void *alex_mmap_map(struct pdb *db, int fd, size_t len, int prot, int flags, off
 	struct dbmap tmp = { .prot = prot };
 	int err = ENOMEM, i;
 	alex_pdb_ref(db);
-	pthread_mutex_lock(&maps_mu);
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&maps_mu);
+	alex_mutex_lock(&db->mu);
 	for (i = 0; i < ALEX_MAPS && maps[i].db; i++)
 		;
 	if (i < ALEX_MAPS && alex_pdb_direct(db)) {
@@ -201,8 +201,8 @@ void *alex_mmap_map(struct pdb *db, int fd, size_t len, int prot, int flags, off
 		__atomic_add_fetch(&alex_mmap_live, 1, __ATOMIC_RELEASE);
 		ALEX_COUNT(mmaps, 1);
 	}
-	pthread_mutex_unlock(&db->mu);
-	pthread_mutex_unlock(&maps_mu);
+	alex_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&maps_mu);
 	if (err) {
 		alex_pdb_put(db);
 		errno = err;
@@ -244,14 +244,14 @@ int alex_mmap_unmap(void *addr, size_t len, int *ret)
 	*ret = 0;
 	if (!len)
 		return 0;
-	pthread_mutex_lock(&maps_mu);
+	alex_mutex_lock(&maps_mu);
 	for (int i = 0; i < ALEX_MAPS; i++) {
 		struct dbmap *m = &maps[i];
 		struct pdb *db = m->db;
 		if (!meets(m, a, end))
 			continue;
 		ours = 1;
-		pthread_mutex_lock(&db->mu);
+		alex_mutex_lock(&db->mu);
 		if (a <= m->addr) {
 			REAL(munmap)(m->addr, m->cap);
 			if (a < m->addr)
@@ -272,11 +272,11 @@ int alex_mmap_unmap(void *addr, size_t len, int *ret)
 			if (m->addr + m->cap > last)
 				last = m->addr + m->cap;
 		}
-		pthread_mutex_unlock(&db->mu);
+		alex_mutex_unlock(&db->mu);
 	}
 	if (beyond && *ret == 0)
 		*ret = REAL(munmap)(last, (size_t)(end - last));
-	pthread_mutex_unlock(&maps_mu);
+	alex_mutex_unlock(&maps_mu);
 	for (int i = 0; i < ngone; i++)
 		alex_pdb_put(gone[i]);
 	return ours;
@@ -334,15 +334,15 @@ int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void *
 {
 	(void)old_len; /* the mapping's own length is known */
 	struct dbmap *m = NULL;
-	pthread_mutex_lock(&maps_mu);
+	alex_mutex_lock(&maps_mu);
 	for (int i = 0; i < ALEX_MAPS && !m; i++)
 		m = meets(&maps[i], old, (uint8_t *)old + 1) ? &maps[i] : NULL;
 	if (!m) {
-		pthread_mutex_unlock(&maps_mu);
+		alex_mutex_unlock(&maps_mu);
 		return 0;
 	}
 	struct pdb *db = m->db;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if ((uint8_t *)old != m->addr || new_len == 0 || (flags & ~MREMAP_MAYMOVE)) {
 		errno = EINVAL; /* moving to a fixed place: not SQLite's way */
 		*ret = MAP_FAILED;
@@ -351,8 +351,8 @@ int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void *
 	} else {
 		*ret = remap_private(db, m, new_len, flags);
 	}
-	pthread_mutex_unlock(&db->mu);
-	pthread_mutex_unlock(&maps_mu);
+	alex_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&maps_mu);
 	return 1;
 }
 
@@ -361,11 +361,11 @@ int alex_mmap_remap(void *old, size_t old_len, size_t new_len, int flags, void *
  * maps_mu, then a database's mu) */
 static void lock_table(void)
 {
-	pthread_mutex_lock(&maps_mu);
+	alex_mutex_lock(&maps_mu);
 }
 static void unlock_table(void)
 {
-	pthread_mutex_unlock(&maps_mu);
+	alex_mutex_unlock(&maps_mu);
 }
 void alex_mmap_atfork(void)
 {

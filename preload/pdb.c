@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,8 +25,8 @@
 /* life: held while an engine is made or closed, so that a thread opening
  * the database cannot race the last close of it (which checkpoints and
  * briefly opens a descriptor of its own).  Order: life, reg, a pdb's mu. */
-static pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t reg = PTHREAD_MUTEX_INITIALIZER;
+static alex_mutex life = ALEX_MUTEX_INIT;
+static alex_mutex reg = ALEX_MUTEX_INIT;
 static struct pdb *head;
 
 static struct pdb *lookup(dev_t dev, ino_t ino)
@@ -44,8 +45,6 @@ static void release(struct pdb *p)
 		alex_kept_mark(p->presence_fd, 0);
 		REAL(close)(p->presence_fd);
 	}
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->synced);
 	free(p->super);
 	free(p->path);
 	free(p);
@@ -92,9 +91,8 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->dir.fd = -1;
 	p->presence_fd = -1;
 	p->refs = 1;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_mutex_init(&p->span_mu, NULL);
-	pthread_cond_init(&p->synced, NULL);
+	alex_mutex_init(&p->mu);
+	alex_mutex_init(&p->span_mu);
 	if ((err = alex_serve_open(p))) {
 		release(p);
 		return err;
@@ -114,8 +112,8 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 		return errno;
 	if (!S_ISREG(st.st_mode))
 		return ENOTSUP; /* a device or fifo named *.db: not ours */
-	pthread_mutex_lock(&life);
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&life);
+	alex_mutex_lock(&reg);
 	if ((p = lookup(st.st_dev, st.st_ino))) {
 		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 	} else if (!(err = make(&st, path, &p))) {
@@ -123,8 +121,8 @@ int alex_pdb_get(int fd, const char *path, struct pdb **out)
 		p->next = head;
 		__atomic_store_n(&head, p, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&reg);
-	pthread_mutex_unlock(&life);
+	alex_mutex_unlock(&reg);
+	alex_mutex_unlock(&life);
 	*out = p;
 	return err;
 }
@@ -133,11 +131,11 @@ struct pdb *alex_pdb_find_id(dev_t dev, ino_t ino)
 {
 	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&reg);
 	struct pdb *p = lookup(dev, ino);
 	if (p)
 		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&reg);
+	alex_mutex_unlock(&reg);
 	return p;
 }
 
@@ -150,7 +148,7 @@ static struct pdb *take_named(const char *path, size_t len)
 
 	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&reg);
 	for (struct pdb *p = head; p; p = p->next)
 		if (p->path_len == len && memcmp(p->path, path, len) == 0) {
 			found = p;
@@ -158,7 +156,7 @@ static struct pdb *take_named(const char *path, size_t len)
 		}
 	if (n == 1)
 		__atomic_add_fetch(&found->refs, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&reg);
+	alex_mutex_unlock(&reg);
 	return n == 1 ? found : NULL;
 }
 
@@ -252,12 +250,12 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
 
 	if (!__atomic_load_n(&head, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&reg);
 	for (struct pdb *p = head; p && n < 64; p = p->next, n++) {
 		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
 		v[n] = p;
 	}
-	pthread_mutex_unlock(&reg);
+	alex_mutex_unlock(&reg);
 	for (int i = 0; i < n; i++) {
 		if (!err)
 			err = fn(v[i], arg);
@@ -268,19 +266,19 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
 
 void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg)
 {
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&reg);
 	for (struct pdb *p = head; p; p = p->next)
 		fn(p, arg);
-	pthread_mutex_unlock(&reg);
+	alex_mutex_unlock(&reg);
 }
 
 int alex_pdb_kept_back(struct pdb *db, struct alex_kept *k, int fd)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int kept = fd == k->fd && k->held;
 	if (kept)
 		k->held = 0;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return kept;
 }
 
@@ -368,11 +366,11 @@ void alex_pdb_put(struct pdb *p)
 	 * processes first, with no lock held */
 	if (r == 1)
 		alex_serve_close_wait(p);
-	pthread_mutex_lock(&life);
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&life);
+	alex_mutex_lock(&reg);
 	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) {
-		pthread_mutex_unlock(&reg);
-		pthread_mutex_unlock(&life);
+		alex_mutex_unlock(&reg);
+		alex_mutex_unlock(&life);
 		return;
 	}
 	for (struct pdb **pp = &head; *pp; pp = &(*pp)->next)
@@ -380,12 +378,12 @@ void alex_pdb_put(struct pdb *p)
 			*pp = p->next;
 			break;
 		}
-	pthread_mutex_unlock(&reg);
+	alex_mutex_unlock(&reg);
 	alex_serve_close(p);
 	alex_dirsync_clear(p);
 	alex_dirsync_free(p);
 	alex_journal_free(p);
-	pthread_mutex_unlock(&life);
+	alex_mutex_unlock(&life);
 	release(p);
 }
 
@@ -395,10 +393,10 @@ void alex_pdb_put(struct pdb *p)
  */
 static void before_fork(void)
 {
-	pthread_mutex_lock(&life);
-	pthread_mutex_lock(&reg);
+	alex_mutex_lock(&life);
+	alex_mutex_lock(&reg);
 	for (struct pdb *p = head; p; p = p->next) {
-		pthread_mutex_lock(&p->mu);
+		alex_mutex_lock(&p->mu);
 		p->fork_shared = 1; /* parent and child: staging.c */
 	}
 }
@@ -406,9 +404,9 @@ static void before_fork(void)
 static void after_fork(void)
 {
 	for (struct pdb *p = head; p; p = p->next)
-		pthread_mutex_unlock(&p->mu);
-	pthread_mutex_unlock(&reg);
-	pthread_mutex_unlock(&life);
+		alex_mutex_unlock(&p->mu);
+	alex_mutex_unlock(&reg);
+	alex_mutex_unlock(&life);
 }
 
 static void child_after_fork(void)

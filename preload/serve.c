@@ -276,24 +276,24 @@ static int exclusive_hold(struct pdb *db, int *held)
 void alex_serve_close_wait(struct pdb *db)
 {
 	db->close_waited = 0;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int fd = db->eng && !db->readonly && holds(db) ? alex_db_fd(db->eng) : -1;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	/* the usual last close: one query, nobody in the way */
 	if (fd < 0 || !lock_held(fd))
 		return;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int want = !alex_other_writers(db->eng);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	db->close_waited = want;
 	for (unsigned i = 1; want && i <= alex_cfg.close_wait_ms / 2; i++) {
 		nap();
 		if (!lock_held(fd))
 			return;
 		if (i % 10 == 0) { /* a writer that was opening meanwhile */
-			pthread_mutex_lock(&db->mu);
+			alex_mutex_lock(&db->mu);
 			want = strands(db);
-			pthread_mutex_unlock(&db->mu);
+			alex_mutex_unlock(&db->mu);
 		}
 	}
 }
@@ -301,10 +301,13 @@ void alex_serve_close_wait(struct pdb *db)
 void alex_serve_close(struct pdb *db)
 {
 	/* out of the registry, so no new sync begins; one under way ends */
-	pthread_mutex_lock(&db->mu);
-	while (db->syncing)
-		pthread_cond_wait(&db->synced, &db->mu);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_lock(&db->mu);
+	for (int s; (s = db->syncing);) {
+		alex_mutex_unlock(&db->mu);
+		alex_futex_wait(&db->syncing, s); /* the end's wake, or a 0 seen */
+		alex_mutex_lock(&db->mu);
+	}
+	alex_mutex_unlock(&db->mu);
 	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
 	 * still a finished transaction to it. */
 	int kick, rc = alex_staging_commit(db, &kick);
@@ -432,7 +435,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	ssize_t total = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (writing)
 		alex_staging_route(db);
 	else if (!__atomic_load_n(&db->fresh, __ATOMIC_ACQUIRE))
@@ -460,7 +463,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	}
 	if (!rc)
 		*pos = at;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (writing) {
 		ALEX_COUNT(writes, 1);
 		ALEX_COUNT(write_bytes, (uint64_t)total);
@@ -478,7 +481,7 @@ int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
 	uint64_t size;
 	int64_t base, err = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	switch (whence) {
 	case SEEK_SET: base = 0; break;
@@ -498,7 +501,7 @@ int64_t alex_serve_seek(struct pdb *db, uint64_t *pos, int64_t off, int whence)
 		err = EINVAL;
 	if (!err)
 		*pos = (uint64_t)(base + off);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (err) {
 		errno = (int)err;
 		return -1;
@@ -510,9 +513,9 @@ uint64_t alex_serve_size(struct pdb *db)
 {
 	uint64_t size;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_size(alex_top(db), ALEX_FILE_DB, &size);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return size;
 }
 
@@ -520,9 +523,9 @@ int alex_serve_fenced(struct pdb *db)
 {
 	struct alex_fence f;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int on = db->eng && alex_fence_now(db->eng, &f);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return on;
 }
 
@@ -533,12 +536,12 @@ int alex_serve_truncate(struct pdb *db, int64_t size)
 		return -1;
 	}
 	int saved = errno;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_staging_route(db);
 	int rc = alex_truncate(alex_top(db), ALEX_FILE_DB, (uint64_t)size);
 	if (!rc && db->maps)
 		alex_mmap_cut(db, (uint64_t)size);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return answer(rc, saved);
 }
 
@@ -547,12 +550,12 @@ int alex_serve_extend(struct pdb *db, uint64_t end)
 	uint64_t size;
 	int rc = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_staging_route(db);
 	alex_size(alex_top(db), ALEX_FILE_DB, &size);
 	if (end > size)
 		rc = alex_truncate(alex_top(db), ALEX_FILE_DB, end);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return rc ? alex_errno_of(rc) : 0;
 }
 
@@ -595,10 +598,10 @@ static int serve_commit(struct pdb *db, int if_open)
 {
 	int err = 0, saved = errno, kick = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int super = db->super && !db->super_done;
 	if (if_open && !super && !alex_txn_open(alex_top(db))) {
-		pthread_mutex_unlock(&db->mu);
+		alex_mutex_unlock(&db->mu);
 		return 0;
 	}
 	if (super)
@@ -619,7 +622,7 @@ static int serve_commit(struct pdb *db, int if_open)
 		}
 		kick = !wal;
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (kick)
 		alex_flusher_kick();
 	errno = err ? err : saved;
@@ -640,9 +643,9 @@ int alex_serve_journal_done(struct pdb *db)
 {
 	int r = alex_serve_commit(db), saved = errno;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_multidb_end(db);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	errno = saved;
 	return r;
 }
@@ -653,10 +656,10 @@ void alex_serve_journal_write(struct pdb *db, const void *buf, size_t n, int64_t
 
 	if (!alex_multidb_may_name_super(buf, n, off))
 		return; /* every journal write but one per multi-database commit */
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (alex_multidb_super_of(db, buf, n, off, name, sizeof name))
 		alex_multidb_begin(db, name);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }
 
 /*
@@ -669,17 +672,17 @@ int alex_serve_super_commit(struct pdb *db, const char *super)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (db->super && !db->super_done && strcmp(db->super, super) == 0)
 		err = alex_multidb_commit(db);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return err;
 }
 
 void alex_serve_wait(struct pdb *db)
 {
-	pthread_mutex_lock(&db->mu);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_lock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }
 
 int alex_serve_lock_reserved(struct pdb *db)
@@ -690,10 +693,10 @@ int alex_serve_lock_reserved(struct pdb *db)
 	 * stg is set under mu, and looked at again there */
 	if (!__atomic_load_n(&db->stg, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	if (db->stg)
 		rc = alex_staging_catch_up(db, 1);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' merges: %s", db->path,
 			 alex_strerror(rc));
@@ -705,7 +708,7 @@ int alex_serve_lock_shared(struct pdb *db)
 	int saved = errno;
 
 	ALEX_COUNT(refreshes, 1);
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int rc = alex_staging_catch_up(db, 1), merr = 0;
 	/* a mapping that cannot show the commits must not be read: the lock
 	 * fails (SQLite: an I/O error), and the next one tries again */
@@ -720,7 +723,7 @@ int alex_serve_lock_shared(struct pdb *db)
 	 * again at every lock: its super-journal may go meanwhile */
 	if (!rc && !alex_in_doubt(db->eng))
 		__atomic_store_n(&db->fresh, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (rc && !merr)
 		alex_msg(ALEX_MSG_ERROR, "%s: reading other processes' commits: %s", db->path,
 			 alex_strerror(rc));
@@ -762,7 +765,7 @@ int alex_serve_wal_open(struct pdb *db)
 		say_no_wal(db);
 		return EACCES;
 	}
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int rc = db->readonly ? ro_wal_check(db) : alex_staging_drain(db);
 	if (!rc && !db->readonly)
 		rc = alex_refresh(db->eng, 1);
@@ -780,7 +783,7 @@ int alex_serve_wal_open(struct pdb *db)
 		alex_mmap_direct(db, 0);
 		alex_msg(ALEX_MSG_ERROR, "%s: WAL mode: a memory mapping could not follow: %s",
 			 db->path, strerror(merr));
-		pthread_mutex_unlock(&db->mu);
+		alex_mutex_unlock(&db->mu);
 		return merr;
 	}
 	if (!rc) {
@@ -797,7 +800,7 @@ int alex_serve_wal_open(struct pdb *db)
 	int said = db->wal_said;
 	if (rc && db->readonly)
 		db->wal_said = 1;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	if (rc && db->readonly && !said)
 		alex_msg(ALEX_MSG_ERROR, "%s: the log holds pages a WAL cannot show, and this process "
 			 "may not write the database to checkpoint them; the WAL stays closed until a "
@@ -813,7 +816,7 @@ int alex_serve_wal_open(struct pdb *db)
  * must first see it as SQLite and other processes left it. */
 void alex_serve_wal_closed(struct pdb *db)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_serve_unfresh(db);
 	if (__atomic_sub_fetch(&db->wal_ofds, 1, __ATOMIC_ACQ_REL) == 0) {
 		/* SQLite's lock calls went past the model while the file was
@@ -831,14 +834,14 @@ void alex_serve_wal_closed(struct pdb *db)
 			alex_msg(ALEX_MSG_ERROR, "%s: leaving WAL mode: a memory mapping could not "
 				 "follow: %s", db->path, strerror(merr));
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }
 
 /* ---- background and process life ---------------------------------------- */
 
 int alex_serve_sync_start(struct pdb *db, int *waiting)
 {
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int on, kind = 1;
 	if (db->stg) {
 		on = !db->syncing && alex_staging_due(db, waiting);
@@ -855,8 +858,16 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 	}
 	/* which one began: a staging engine may be attached before it ends */
 	db->syncing = on ? kind : 0;
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 	return on;
+}
+
+/* The sync is over (under db->mu): a close waiting for it goes on.  The
+ * wake comes before the unlock, while db is sure to be there. */
+static void synced(struct pdb *db)
+{
+	__atomic_store_n(&db->syncing, 0, __ATOMIC_RELEASE);
+	alex_futex_wake_all(&db->syncing);
 }
 
 /* Without db->mu: commits go on meanwhile.  After the last line db may be
@@ -866,21 +877,19 @@ void alex_serve_sync_end(struct pdb *db)
 	if (db->syncing == 2) {
 		/* the staging log's sync: under the lock, which it needs for
 		 * its descriptor, and seldom (a window with no commit to end it) */
-		pthread_mutex_lock(&db->mu);
+		alex_mutex_lock(&db->mu);
 		alex_staging_flush(db);
-		db->syncing = 0;
-		pthread_cond_broadcast(&db->synced);
-		pthread_mutex_unlock(&db->mu);
+		synced(db);
+		alex_mutex_unlock(&db->mu);
 		return;
 	}
 	int err = alex_sync_run(db->eng);
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	int rc = alex_sync_finish(db->eng, err);
 	if (rc) /* said under the lock: db may go as soon as it is let go */
 		alex_msg(ALEX_MSG_ERROR, "%s: background sync: %s", db->path, alex_strerror(rc));
-	db->syncing = 0;
-	pthread_cond_broadcast(&db->synced);
-	pthread_mutex_unlock(&db->mu);
+	synced(db);
+	alex_mutex_unlock(&db->mu);
 }
 
 /*
@@ -913,12 +922,12 @@ void alex_serve_stats(struct pdb *db, struct alex_stats *out)
 {
 	struct alex_stats s;
 
-	pthread_mutex_lock(&db->mu);
+	alex_mutex_lock(&db->mu);
 	alex_stats(db->eng, &s);
 	alex_stats_sum(out, &s);
 	if (db->stg) {
 		alex_stats(db->stg, &s);
 		alex_stats_sum(out, &s);
 	}
-	pthread_mutex_unlock(&db->mu);
+	alex_mutex_unlock(&db->mu);
 }

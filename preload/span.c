@@ -51,6 +51,7 @@
  * already (its inode mutex).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -188,12 +189,12 @@ void alex_span_atfork_child(void)
 /* a mutex, not a spin: the lease may be preempted inside its calls */
 static void busy(struct pdb *db)
 {
-	pthread_mutex_lock(&db->span_mu);
+	alex_mutex_lock(&db->span_mu);
 }
 
 static void idle(struct pdb *db)
 {
-	pthread_mutex_unlock(&db->span_mu);
+	alex_mutex_unlock(&db->span_mu);
 }
 
 /* ALEX's lock call on fd over all of SQLite's bytes: 0, or the error it
@@ -526,7 +527,7 @@ int alex_span_lease(struct pdb *db)
 	struct alex_held *h = &db->held;
 	int young = 0;
 
-	if (!__atomic_load_n(&h->span, __ATOMIC_RELAXED) || pthread_mutex_trylock(&db->span_mu))
+	if (!__atomic_load_n(&h->span, __ATOMIC_RELAXED) || alex_mutex_trylock(&db->span_mu))
 		return __atomic_load_n(&h->span, __ATOMIC_RELAXED); /* none, or next tick */
 	int fd = db->eng ? alex_db_fd(db->eng) : -1;
 	if (h->span && fd >= 0) {
@@ -546,6 +547,6 @@ int alex_span_lease(struct pdb *db)
 
 void alex_span_forked(struct pdb *db)
 {
-	pthread_mutex_init(&db->span_mu, NULL); /* perhaps held by a thread not here */
+	alex_mutex_init(&db->span_mu); /* perhaps held by a thread not here */
 	db->held.span = SPAN_NONE; /* POSIX locks are not inherited */
 }

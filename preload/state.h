@@ -13,7 +13,7 @@
 #ifndef ALEX_PRELOAD_STATE_H
 #define ALEX_PRELOAD_STATE_H
 
-#include <pthread.h>
+#include "mutex.h"
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -89,7 +89,7 @@ struct pdb {
 	int stg_direct;      /* this transaction goes to eng, stg being empty:
 				the file system is short of space (staging.c) */
 	int stg_said;        /* ... and the user was told, once */
-	pthread_mutex_t mu;  /* serialises engine calls */
+	alex_mutex mu;      /* serialises engine calls */
 	int refs;            /* ofds and lookups holding it; atomic, taken
 				under the registry lock (pdb.c) */
 	struct alex_jmem j;  /* the journal, when SQLite's lives in memory */
@@ -123,7 +123,7 @@ struct pdb {
 	unsigned span_n;     /* spans since that query */
 	unsigned span_warm;  /* spans asked for, up to SPAN_WARM (span.c) */
 	unsigned span_skip;  /* spans left without the span lock (refused) */
-	pthread_mutex_t span_mu; /* held while the span's state changes: by
+	alex_mutex span_mu; /* held while the span's state changes: by
 				SQLite's lock calls, a close, the lease */
 	unsigned span_gen;   /* spans begun under the span lock ... */
 	unsigned span_seen;  /* ... and the one the lease saw last (span.c) */
@@ -140,8 +140,8 @@ struct pdb {
 				another process, parent or child (staging.c) */
 	int syncing;         /* the flusher syncs the log without mu (1), or
 				the staging log (2): the engine must not
-				close before (mu) */
-	pthread_cond_t synced; /* ... signalled when it is done */
+				close before (mu); back to 0 with a
+				futex wake (alex_serve_close waits) */
 	struct alex_fence no_journal; /* fenced epochs in which this process */
 	struct alex_fence no_wal;     /* found no <db>-journal, no <db>-wal on
 					 disk: none can appear before they end

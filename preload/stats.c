@@ -5,18 +5,18 @@
  * only.
  */
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "mutex.h"
 #include "real.h"
 #include "stats.h"
 
 struct alex_pstats alex_pstats;
 static struct alex_stats engines; /* closed engines, summed; under lock */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static alex_mutex lock = ALEX_MUTEX_INIT;
 
 void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 {
@@ -50,9 +50,9 @@ void alex_stats_sum(struct alex_stats *to, const struct alex_stats *s)
 
 void alex_stats_add_engine(const struct alex_stats *s)
 {
-	pthread_mutex_lock(&lock);
+	alex_mutex_lock(&lock);
 	alex_stats_sum(&engines, s);
-	pthread_mutex_unlock(&lock);
+	alex_mutex_unlock(&lock);
 }
 
 static void expand(const char *pattern, char *out, size_t cap)
@@ -77,9 +77,9 @@ void alex_stats_write(const struct alex_stats *live)
 	struct alex_stats e = *live; /* open engines plus those already closed */
 	const struct alex_pstats *p = &alex_pstats;
 
-	pthread_mutex_lock(&lock);
+	alex_mutex_lock(&lock);
 	alex_stats_sum(&e, &engines);
-	pthread_mutex_unlock(&lock);
+	alex_mutex_unlock(&lock);
 	int n = snprintf(buf, sizeof buf,
 		"{\n  \"pid\": %d,\n  \"sync_mode\": \"%s\",\n"
 		"  \"intercepted\": {\"engines\": %llu, \"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "

@@ -73,7 +73,7 @@
  * number's reuse would go unseen else: pdb.h, alex_kept_still) */
 #define CHECK_EVERY 256
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static alex_mutex mu = ALEX_MUTEX_INIT;
 static int wfd = -1;     /* the queue; -1 not made (yet, or again), -2 never (no inotify) */
 static dev_t wdev;
 static ino_t wino;
@@ -223,7 +223,7 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 
 	if (!alex_cfg.name_watch || alex_vfork_child())
 		return 0;
-	pthread_mutex_lock(&mu);
+	alex_mutex_lock(&mu);
 	if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
 		uint64_t g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
 		if (db->name_gen == g) {
@@ -234,19 +234,19 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 			done = take(db, st, g);
 		}
 	}
-	pthread_mutex_unlock(&mu);
+	alex_mutex_unlock(&mu);
 	errno = saved;
 	return done;
 }
 
 static void before_fork(void)
 {
-	pthread_mutex_lock(&mu);
+	alex_mutex_lock(&mu);
 }
 
 static void after_fork_parent(void)
 {
-	pthread_mutex_unlock(&mu);
+	alex_mutex_unlock(&mu);
 }
 
 /* The child's copy reads the parent's queue: closed, and the child makes
@@ -257,7 +257,7 @@ static void after_fork_child(void)
 		REAL(close)(wfd);
 	if (wfd != -2)
 		lost();
-	pthread_mutex_unlock(&mu);
+	alex_mutex_unlock(&mu);
 }
 
 void alex_watch_atfork(void)
