@@ -856,8 +856,10 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 		on = !db->syncing && alex_sync_start(db->eng);
 		*waiting = alex_sync_pending(db->eng);
 	}
-	/* which one began: a staging engine may be attached before it ends */
-	db->syncing = on ? kind : 0;
+	/* which one began: a staging engine may be attached before it ends;
+	 * none began while one runs (it is only cleared by its end: synced) */
+	if (on)
+		db->syncing = kind;
 	alex_mutex_unlock(&db->mu);
 	return on;
 }
