@@ -85,18 +85,25 @@ static int is_sqlite(const uint8_t *h, size_t got)
  * an SQLite magic with the fence area is marked whatever byte 19 says (an
  * unmark cut short).
  */
+/* Each of the 16 magic bytes SQLite's or the placeholder's (h: 16 bytes) */
+static int mixed_magic(const uint8_t *h)
+{
+	for (size_t i = 0; i < 16; i++)
+		if (h[i] != (uint8_t)ALEX_SQLITE_MAGIC[i] && h[i] != (uint8_t)ALEX_PLACEHOLDER[i])
+			return 0;
+	return 1;
+}
+
 static void read_mark(const uint8_t *h, size_t got, uint64_t size, struct alex_mark *m)
 {
 	int fence = got >= HDR && memcmp(h + AT_MAGIC, fence_magic, 4) == 0;
-	int sq = got >= 16, ph = got >= 16, mix = got >= 16;
+	/* read at every catch-up of an epoch with nothing in its log: the
+	 * byte-wise mix is asked only where it can matter */
+	int sq = got >= 16 && memcmp(h, ALEX_SQLITE_MAGIC, 16) == 0;
+	int ph = got >= 16 && memcmp(h, ALEX_PLACEHOLDER, 16) == 0;
 
 	memset(m, 0, sizeof *m);
-	for (size_t i = 0; i < 16 && i < got; i++) {
-		sq &= h[i] == (uint8_t)ALEX_SQLITE_MAGIC[i];
-		ph &= h[i] == (uint8_t)ALEX_PLACEHOLDER[i];
-		mix &= h[i] == (uint8_t)ALEX_SQLITE_MAGIC[i] || h[i] == (uint8_t)ALEX_PLACEHOLDER[i];
-	}
-	if (ph || (mix && !sq && fence)) {
+	if (ph || (!sq && fence && mixed_magic(h))) {
 		m->kind = ALEX_MARK_PLACEHOLDER;
 	} else if (sq && got >= 20 && (h[19] == ALEX_MARK || fence)) {
 		m->kind = ALEX_MARK_SQLITE;
@@ -199,10 +206,9 @@ int alex_protect_markable(const uint8_t *h, size_t len)
 	 * cut the mark's own write short */
 	if (!is_sqlite(h, len) || h[19] > 2 || h[18] != h[19] || memcmp(h + 24, h + 92, 4) != 0)
 		return 0;
-	for (unsigned i = AT_MAGIC; i < HDR - 8; i++)
-		if (h[i])
-			return 0; /* not zero where SQLite keeps zeros: leave it be */
-	return 1;
+	/* not zero where SQLite keeps zeros (72..91): leave it be */
+	_Static_assert(HDR - 8 - AT_MAGIC == 20, "the reserved bytes are 8 + 8 + 4");
+	return (alex_get64(h + AT_MAGIC) | alex_get64(h + AT_MAGIC + 8) | alex_get32(h + AT_MAGIC + 16)) == 0;
 }
 
 int alex_protect_apply(const struct alex_db *db, uint8_t *blk0, size_t len)

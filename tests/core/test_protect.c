@@ -375,6 +375,54 @@ Test(protect, empty_base_gets_a_placeholder)
 	cr_expect_arr_eq(h, zeros, ALEX_BASE_HDR);
 }
 
+/* SQLite's first write over a placeholder cut short: its magic's first
+ * bytes over the placeholder's last ones, the fence area still there.
+ * Nothing was committed over it: it is still the placeholder.  One byte
+ * that is neither's makes it no mark of ours. */
+Test(protect, placeholder_torn_by_sqlite_magic_is_still_a_placeholder)
+{
+	uint8_t now[HDR];
+	uint64_t size;
+	size_t len;
+
+	open_base(NULL, 0);
+	cr_assert_eq(alex_protect_mark(db, 0), 0);
+	memcpy(now, alex_mem_get(mem, DB, &len), HDR);
+	cr_assert_eq(len, HDR);
+	for (size_t cut = 1; cut < 16; cut++) {
+		uint8_t h[HDR];
+		memcpy(h, now, HDR);
+		memcpy(h, ALEX_SQLITE_MAGIC, cut);
+		cr_assert_eq(alex_mem_set(mem, DB, h, HDR), 0);
+		size = HDR;
+		cr_assert_eq(alex_protect_probe(db, &size), 0);
+		cr_expect_eq(db->mark.kind, ALEX_MARK_PLACEHOLDER, "cut %zu", cut);
+		cr_expect_eq(size, 0u);
+		h[cut] = 'Z'; /* neither SQLite's nor the placeholder's */
+		cr_assert_eq(alex_mem_set(mem, DB, h, HDR), 0);
+		size = HDR;
+		cr_assert_eq(alex_protect_probe(db, &size), 0);
+		cr_expect_neq(db->mark.kind, ALEX_MARK_PLACEHOLDER, "cut %zu, a foreign byte", cut);
+	}
+}
+
+/* SQLite keeps bytes 72..91 zero; a header with any of them set is not
+ * markable (the mark would hide it). */
+Test(protect, markable_needs_every_reserved_byte_zero)
+{
+	uint8_t p[HDR];
+
+	sqlite_page1(p, sizeof p, 7, 1);
+	cr_assert(alex_protect_markable(p, sizeof p));
+	for (size_t i = 72; i < 92; i++) {
+		p[i] = 1;
+		cr_expect_not(alex_protect_markable(p, sizeof p), "byte %zu", i);
+		p[i] = 0;
+	}
+	p[92] ^= 1; /* "version valid for" no longer the change counter */
+	cr_expect_not(alex_protect_markable(p, sizeof p));
+}
+
 /* A file that is neither empty nor SQLite's is not ours to mark: it is
  * left untouched and the mark stays NONE; so with protect_base off. */
 Test(protect, foreign_or_unprotected_base_is_left_alone)
