@@ -76,15 +76,6 @@ static int is_sqlite(const uint8_t *h, size_t got)
 	return got >= HDR && memcmp(h, ALEX_SQLITE_MAGIC, 16) == 0;
 }
 
-/*
- * What mark, if any, do the base's first bytes carry?  A write over the
- * mark may be cut at any byte by a crash, leaving old bytes after new ones:
- * the fence area (72..91) is laid out alike in both marks and names the
- * same epoch, so a mix still says whose it is.  A magic that is partly the
- * placeholder's is a placeholder (the file held nothing before the epoch);
- * an SQLite magic with the fence area is marked whatever byte 19 says (an
- * unmark cut short).
- */
 /* Each of the 16 magic bytes SQLite's or the placeholder's (h: 16 bytes) */
 static int mixed_magic(const uint8_t *h)
 {
@@ -94,6 +85,15 @@ static int mixed_magic(const uint8_t *h)
 	return 1;
 }
 
+/*
+ * What mark, if any, do the base's first bytes carry?  A write over the
+ * mark may be cut at any byte by a crash, leaving old bytes after new ones:
+ * the fence area (72..91) is laid out alike in both marks and names the
+ * same epoch, so a mix still says whose it is.  A magic that is partly the
+ * placeholder's is a placeholder (the file held nothing before the epoch);
+ * an SQLite magic with the fence area is marked whatever byte 19 says (an
+ * unmark cut short).
+ */
 static void read_mark(const uint8_t *h, size_t got, uint64_t size, struct alex_mark *m)
 {
 	int fence = got >= HDR && memcmp(h + AT_MAGIC, fence_magic, 4) == 0;

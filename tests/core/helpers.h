@@ -43,7 +43,7 @@ static inline void fill_block(uint8_t *b, uint32_t txn, uint32_t blk)
 			uint64_t v = rnd(&s);
 			memcpy(b + i, &v, 8);
 		}
-	} else { /* b[i] = text[(i + txn) % 21] + i / 512, without a division per byte */
+	} else { /* b[i] = text[(i + txn) % 21] + i / 512 (txn < 2^32 - 4096), no division per byte */
 		static const char text[] = "row-%u value payload ";
 		unsigned k = (8 + txn) % 21;
 		for (unsigned i = 8; i < BLK; i++) {
