@@ -240,6 +240,7 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) clients tests/preload/clients.sh $(B)
 	@$(RUN_TEST) crash tests/preload/crash.sh $(B) $(CRASH_KILLS)
 	@$(RUN_TEST) strace tests/preload/strace.sh $(B)
+	@$(RUN_TEST) insns --need valgrind tests/preload/insns.sh $(B)
 	@$(RUN_TEST) concurrency tests/preload/concurrency.sh $(B)
 	@$(RUN_TEST) multiproc tests/preload/multiproc.sh $(B) $(MULTIPROC_REPS)
 	@$(RUN_TEST) carry_writers tests/preload/carry_writers.sh $(B) 10
