@@ -229,9 +229,9 @@ FAULTS_SAMPLE ?= 12
 POWERCUT_FULL ?= 150
 POWERCUT_NORMAL ?= 60
 # the kill harness's seconds per run in check (three runs; each kills a
-# writer some 100 times in 30 s); longer by hand: make check-preload
+# writer some 50 times in 15 s); longer by hand: make check-preload
 # STAGE_CHAOS_SECONDS=300
-STAGE_CHAOS_SECONDS ?= 20
+STAGE_CHAOS_SECONDS ?= 15
 # On its own it prints its totals; inside check (CHECK_NESTED=1) check does.
 check-preload: all $(PRELOAD_TESTS)
 	@$(if $(CHECK_NESTED),:,tests/summary.sh begin $(CHECK_RESULTS))
