@@ -656,6 +656,14 @@ static int still_named(struct alex_db *db)
 	       named.ino == held.ino;
 }
 
+/* The log let go of, removed or not: err passed on. */
+static int let_go(struct alex_db *db, int err)
+{
+	alex_log_drop(db);
+	db->epoch_live = 0;
+	return err;
+}
+
 /* settle: the database file's mark first (alex_log_remove) */
 static int log_remove(struct alex_db *db, int settle)
 {
@@ -678,11 +686,8 @@ static int log_remove(struct alex_db *db, int settle)
 	 * holding acknowledged commits (review: removed by a reader's close).
 	 * Asked again before the mark comes off and before the name goes:
 	 * the stub's lock keeps no maker out (second review). */
-	if (!still_named(db)) {
-		alex_log_drop(db);
-		db->epoch_live = 0;
-		return 0;
-	}
+	if (!still_named(db))
+		return let_go(db, 0);
 	/* What this engine judged empty is its own view: another engine may
 	 * have committed since it last looked, and died (review: a staging
 	 * log removed with a dead process's commits in it by a close that
@@ -713,21 +718,15 @@ static int log_remove(struct alex_db *db, int settle)
 		err = alex_protect_settle(db);
 		named = still_named(db);
 	}
-	if (!named) {
-		alex_log_drop(db);
-		db->epoch_live = 0;
-		return 0;
-	}
+	if (!named)
+		return let_go(db, 0);
 	if (err)
 		return err;
 	/* the counter first: an engine maps it only with the log open, and
 	 * while we hold the log's lock alone nobody can open it */
 	alex_shm_retire(db);
 	o->unlink(db->io.ctx, db->shm_path);
-	err = o->unlink(db->io.ctx, db->log_path);
-	alex_log_drop(db);
-	db->epoch_live = 0;
-	return err;
+	return let_go(db, o->unlink(db->io.ctx, db->log_path));
 }
 
 int alex_log_remove(struct alex_db *db)

@@ -7,20 +7,24 @@
 
 #include "mutex.h"
 
-/* Sleeps while *word == val (or not at all); a signal or a spurious wake
- * returns early, so callers look again.  errno is the caller's. */
-void alex_futex_wait(int *word, int val)
+/* One futex call; errno is the caller's (the hooks keep it). */
+static void futex(int *word, int op, int val)
 {
 	int saved = errno;
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 	errno = saved;
+}
+
+/* Sleeps while *word == val (or not at all); a signal or a spurious wake
+ * returns early, so callers look again. */
+void alex_futex_wait(int *word, int val)
+{
+	futex(word, FUTEX_WAIT_PRIVATE, val);
 }
 
 void alex_futex_wake_all(int *word)
 {
-	int saved = errno;
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	errno = saved;
+	futex(word, FUTEX_WAKE_PRIVATE, INT_MAX);
 }
 
 void alex_mutex_wait(alex_mutex *m)
@@ -28,12 +32,10 @@ void alex_mutex_wait(alex_mutex *m)
 	/* mark it waited for; whoever unlocks a 2 wakes one sleeper, and a
 	 * sleeper that takes it leaves 2 behind, so no wake is ever lost */
 	while (__atomic_exchange_n(&m->word, 2, __ATOMIC_ACQUIRE) != 0)
-		alex_futex_wait(&m->word, 2);
+		futex(&m->word, FUTEX_WAIT_PRIVATE, 2);
 }
 
 void alex_mutex_wake(alex_mutex *m)
 {
-	int saved = errno;
-	syscall(SYS_futex, &m->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	errno = saved;
+	futex(&m->word, FUTEX_WAKE_PRIVATE, 1);
 }

@@ -266,6 +266,23 @@ static void forget_counter(const char *log)
 	unlink(shm);
 }
 
+/* log renamed LOG.recovered-TIME (that name into aside), its counter
+ * forgotten; 1 after saying why not. */
+static int set_aside(const char *log, char *aside, size_t cap)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+	snprintf(aside, cap, "%s.recovered-%s", log, stamp);
+	if (rename(log, aside) != 0) {
+		fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
+		return 1;
+	}
+	forget_counter(log);
+	return 0;
+}
+
 /* The database file synced: a checkpoint's unmark is not, and a log set
  * aside after it, its name gone first, would leave the fence with no log
  * (second review: a healthy database refused after a power cut). */
@@ -304,15 +321,12 @@ static int unfence(const char *path, struct alex_config *cfg)
 
 static int recover(const char *path, struct alex_config *cfg)
 {
-	char log[4200], aside[4300], stamp[32];
+	char log[4200], aside[4300];
 	struct alex_stats st;
 	alex_db *db;
-	time_t now = time(NULL);
 	int rc;
 
-	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
 	snprintf(log, sizeof log, "%s-alex", path);
-	snprintf(aside, sizeof aside, "%s.recovered-%s", log, stamp);
 	if (access(log, F_OK) != 0) {
 		/* a fence with no log: the log went without the database */
 		if ((rc = alex_open(path, cfg, NULL, &db)) == 0)
@@ -353,24 +367,14 @@ static int recover(const char *path, struct alex_config *cfg)
 			return 1;
 		}
 		alex_close(db);
-		if (sync_db(path))
+		if (sync_db(path) || set_aside(log, aside, sizeof aside))
 			return 1;
-		if (rename(log, aside) != 0) {
-			fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
-			return 1;
-		}
-		forget_counter(log);
 		printf("%s: %llu commits salvaged into the database; log set aside as %s\n", path,
 		       (unsigned long long)st.recovered_commits, aside);
 		return 0;
 	}
 	fprintf(stderr, "alex: %s: %s: nothing in it can be used\n", log, alex_strerror(rc));
-	if (rename(log, aside) != 0) {
-		fprintf(stderr, "alex: %s: %s\n", log, strerror(errno));
-		return 1;
-	}
-	forget_counter(log);
-	if (unfence(path, cfg))
+	if (set_aside(log, aside, sizeof aside) || unfence(path, cfg))
 		return 1;
 	printf("%s: log set aside as %s; the database holds its last checkpoint\n", path, aside);
 	return 0;
@@ -405,15 +409,9 @@ static int merge_staged(const char *path, const struct alex_config *cfg, int ckp
 	if ((rc = alex_open(path, cfg, NULL, &b)) == ALEX_EORPHAN && recovering) {
 		/* its commits lie over the log that is gone: set aside with it
 		 * (second review: recover failed here, with no way out said) */
-		char aside[4300], stamp[32];
-		time_t now = time(NULL);
-		strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
-		snprintf(aside, sizeof aside, "%s.recovered-%s", stage, stamp);
-		if (rename(stage, aside) != 0) {
-			fprintf(stderr, "alex: %s: %s\n", stage, strerror(errno));
+		char aside[4300];
+		if (set_aside(stage, aside, sizeof aside))
 			return 1;
-		}
-		forget_counter(stage);
 		printf("%s: its commits name the log that is not beside %s: set aside as %s\n",
 		       stage, path, aside);
 		return 0;

@@ -1379,6 +1379,12 @@ unset ALEX_SYNC
 PY_START='import os, sqlite3, subprocess, sys
 d = sys.argv[1]
 plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+def killed(path, *stmts):
+    # another process with ALEX runs stmts on path, one commit each, and is killed
+    subprocess.run([sys.executable, "-c", "import os, sqlite3, sys\n"
+                    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                    "for s in sys.argv[2:]: c.execute(s)\n"
+                    "os.kill(os.getpid(), 9)", path, *stmts])
 '
 
 # the database renamed away by another program while a connection has it
@@ -1429,10 +1435,7 @@ c = sqlite3.connect(d + "/a.db", isolation_level=None)
 c.execute("insert into t values(2)")
 subprocess.run(["sqlite3", d + "/c.db", "create table u(y)"], env=plain, check=True)
 os.rename(d + "/c.db", d + "/a.db")
-subprocess.run([sys.executable, "-c", "import os, sqlite3, sys\n"
-                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                "for i in range(5): c.execute(\"insert into u values(?)\", (i,))\n"
-                "os.kill(os.getpid(), 9)", d + "/a.db"])
+killed(d + "/a.db", *["insert into u values(%d)" % i for i in range(5)])
 c.close()
 q = subprocess.run(["sqlite3", d + "/a.db", "pragma integrity_check; select count(*) from "
                     "sqlite_master where name = \"u\"; select count(*) from u"],
@@ -1451,11 +1454,7 @@ subprocess.run(["sqlite3", d + "/a.db", "create table t(x)"], env=plain, check=T
 c = sqlite3.connect(d + "/a.db", isolation_level=None)
 c.execute("insert into t values(1)")
 os.rename(d + "/a.db", d + "/b.db")
-subprocess.run([sys.executable, "-c", "import os, sqlite3, sys\n"
-                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                "c.execute(\"create table u(y)\")\n"
-                "for i in range(4): c.execute(\"insert into u values(?)\", (i,))\n"
-                "os.kill(os.getpid(), 9)", d + "/a.db"])
+killed(d + "/a.db", "create table u(y)", *["insert into u values(%d)" % i for i in range(4)])
 c.close()
 q = subprocess.run(["sqlite3", d + "/a.db", "select count(*) from u"], capture_output=True, text=True)
 print(" ".join((q.stdout + q.stderr).split()))'
@@ -1474,10 +1473,7 @@ c = sqlite3.connect(d + "/a.db", isolation_level=None)
 c.execute("insert into t values(\"P\")")
 c.execute("select count(*) from t").fetchall()
 os.rename(d + "/a.db", d + "/b.db")
-subprocess.run([sys.executable, "-c", "import os, sqlite3, sys\n"
-                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                "for i in range(5): c.execute(\"insert into t values(\x27Q\x27)\")\n"
-                "os.kill(os.getpid(), 9)", d + "/b.db"])
+killed(d + "/b.db", *["insert into t values(\x27Q\x27)"] * 5)
 c.close()
 q = subprocess.run(["sqlite3", d + "/b.db", "pragma integrity_check; select x, count(*) from t "
                     "group by x"], capture_output=True, text=True)
