@@ -32,13 +32,9 @@ void alex_col_free(struct alex_collect *c)
 			free(c->slabs[i]);
 	free(c->slabs);
 	free(c->slot_key);
+	free(c->img);
 	alex_map_free(&c->index);
 	memset(c, 0, sizeof *c);
-}
-
-uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot)
-{
-	return c->slabs[slot / ALEX_SLAB_SLOTS] + (size_t)(slot % ALEX_SLAB_SLOTS) * ALEX_BLOCK;
 }
 
 int64_t alex_col_find(struct alex_collect *c, uint64_t key)
@@ -62,10 +58,16 @@ int64_t alex_col_add(struct alex_collect *c, uint64_t key)
 		if (!keys)
 			return -1;
 		c->slot_key = keys;
+		uint8_t **img = realloc(c->img, (size_t)(slot + n) * sizeof *img);
+		if (!img)
+			return -1;
+		c->img = img;
 		uint8_t *s = aligned_alloc(ALEX_BLOCK, (size_t)n * ALEX_BLOCK);
 		if (!s)
 			return -1;
 		c->slabs[c->nslabs++] = s;
+		for (uint32_t i = 0; i < n; i++)
+			img[slot + i] = s + (size_t)i * ALEX_BLOCK;
 	}
 	if (alex_map_put(&c->index, key, &l))
 		return -1; /* no memory to grow the index */

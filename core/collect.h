@@ -19,6 +19,9 @@
 struct alex_collect {
 	struct alex_map index;   /* key -> slot (loc.off) */
 	uint8_t **slabs;         /* nslabs x ALEX_SLAB_SLOTS x 4096 */
+	uint8_t **img;           /* each slot's 4096 bytes: in a slab, or a
+				  * buffer of the known cache's (swapped at a
+				  * commit: known.h, alex_known_take) */
 	uint64_t *slot_key;      /* key of each used slot, 0 if dropped */
 	uint32_t nslabs, maxslabs;
 	uint32_t used, max;      /* slots in use (incl. dropped), capacity */
@@ -26,7 +29,10 @@ struct alex_collect {
 
 int alex_col_init(struct alex_collect *c, uint32_t max_slots);
 void alex_col_free(struct alex_collect *c);
-uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot);
+static inline uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot)
+{
+	return c->img[slot];
+}
 /* The slot holding key, or -1. */
 int64_t alex_col_find(struct alex_collect *c, uint64_t key);
 /* A fresh slot for key (the caller fills all 4096 bytes), or -1 when full. */

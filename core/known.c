@@ -18,14 +18,18 @@ static int make(alex_db *db)
 	size_t n = (size_t)k->sets * ALEX_KNOWN_WAYS;
 	k->slot = calloc(n, sizeof *k->slot);
 	k->img = aligned_alloc(ALEX_BLOCK, n * ALEX_BLOCK);
+	k->at = malloc(n * sizeof *k->at);
 	k->chain = malloc((size_t)ALEX_DELTA_DEPTH * ALEX_DELTA_MAX);
-	if (!k->slot || !k->img || !k->chain) {
+	if (!k->slot || !k->img || !k->at || !k->chain) {
 		free(k->slot);
 		free(k->img);
+		free(k->at);
 		free(k->chain);
 		free(k);
 		return 0;
 	}
+	for (size_t i = 0; i < n; i++)
+		k->at[i] = k->img[i];
 	db->known = k;
 	return 1;
 }
@@ -68,16 +72,17 @@ const uint8_t *alex_known_get(alex_db *db, uint64_t key, const struct alex_loc *
 			continue;
 		if (depth)
 			*depth = k->slot[i].depth;
-		return k->img[i];
+		return k->at[i];
 	}
 	return NULL;
 }
 
-void alex_known_put(alex_db *db, uint64_t key, const struct alex_loc *l, const uint8_t *img,
-		    uint32_t depth)
+/* The way key's block at l goes to, its entry filled; NULL when none
+ * (not this epoch's place, or no memory for the cache). */
+static uint8_t **way_for(alex_db *db, uint64_t key, const struct alex_loc *l, uint32_t depth)
 {
 	if (l->epoch != (uint32_t)db->hdr.epoch || !make(db))
-		return;
+		return NULL;
 	struct alex_known *k = db->known;
 	uint32_t first = set_of(k, key), i = first;
 	/* the block's own way (its older version is of no more use), else
@@ -98,7 +103,26 @@ void alex_known_put(alex_db *db, uint64_t key, const struct alex_loc *l, const u
 	s->salt = db->hdr.salt;
 	s->depth = depth;
 	s->stamp = ++k->tick;
-	memcpy(k->img[i], img, ALEX_BLOCK);
+	return &k->at[i];
+}
+
+void alex_known_put(alex_db *db, uint64_t key, const struct alex_loc *l, const uint8_t *img,
+		    uint32_t depth)
+{
+	uint8_t **way = way_for(db, key, l, depth);
+	if (way)
+		memcpy(*way, img, ALEX_BLOCK);
+}
+
+void alex_known_take(alex_db *db, uint64_t key, const struct alex_loc *l, uint8_t **img,
+		     uint32_t depth)
+{
+	uint8_t **way = way_for(db, key, l, depth);
+	if (way) {
+		uint8_t *old = *way;
+		*way = *img;
+		*img = old;
+	}
 }
 
 uint8_t *alex_known_chain(alex_db *db)
@@ -111,6 +135,7 @@ void alex_known_free(alex_db *db)
 	if (db->known) {
 		free(db->known->slot);
 		free(db->known->img);
+		free(db->known->at);
 		free(db->known->chain);
 		free(db->known);
 		db->known = NULL;

@@ -34,7 +34,9 @@ struct alex_known {
 	} *slot;
 	uint32_t sets;
 	uint64_t tick;
-	uint8_t (*img)[ALEX_BLOCK];
+	uint8_t (*img)[ALEX_BLOCK]; /* the buffers made with the cache, */
+	uint8_t **at;               /* and each way's: one of them, or the
+				     * collector's (alex_known_take) */
 	uint8_t *chain; /* a chain walk's deltas (delta.h) */
 };
 
@@ -51,6 +53,12 @@ const uint8_t *alex_known_get(alex_db *db, uint64_t key, const struct alex_loc *
  * the current epoch (others are not remembered). */
 void alex_known_put(alex_db *db, uint64_t key, const struct alex_loc *l, const uint8_t *img,
 		    uint32_t depth);
+/* The same, taking the 4096 bytes at *img as they are: *img is given
+ * another buffer in exchange, whose content is undefined.  A commit's
+ * blocks stay where the collector put them (no copy); the buffers of both
+ * are freed at close, each by the one that made it. */
+void alex_known_take(alex_db *db, uint64_t key, const struct alex_loc *l, uint8_t **img,
+		     uint32_t depth);
 /* The walk buffer, made on first use: NULL when memory is short. */
 uint8_t *alex_known_chain(alex_db *db);
 void alex_known_free(alex_db *db);

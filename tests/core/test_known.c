@@ -137,3 +137,61 @@ Test(known, a_newer_version_takes_the_older_ones_way)
 	alex_mem_free(m);
 }
 
+
+/* A commit's blocks are taken, not copied: the collector's buffer becomes
+ * the cache's, and the collector gets one back that nobody else holds --
+ * after many exchanges over every way, the cache's buffers and the ones
+ * handed out are still all distinct, and each way answers with the bytes
+ * it took. */
+Test(known, taken_buffers_are_exchanged_never_shared)
+{
+	alex_mem *m = alex_mem_new();
+	struct alex_io io = alex_mem_io(m);
+	struct alex_config c;
+	enum { HANDS = 4, KEYS = 3 * ALEX_KNOWN_SETS * ALEX_KNOWN_WAYS };
+	uint8_t *hand[HANDS];
+
+	alex_config_default(&c);
+	alex_db *db = open_engine(&c, &io);
+	for (int h = 0; h < HANDS; h++)
+		cr_assert_not_null(hand[h] = aligned_alloc(BLK, BLK));
+	uint8_t *mine[HANDS];
+	memcpy(mine, hand, sizeof hand);
+	struct alex_loc l = { 8192, BLK, 0, 0, (uint32_t)db->hdr.epoch };
+	for (unsigned v = 0; v < 5 * KEYS; v++) {
+		uint8_t **h = &hand[v % HANDS];
+		memset(*h, (int)(v & 0xff), BLK);
+		l.off = 8192 + (uint64_t)v * BLK;
+		l.crc = v;
+		alex_known_take(db, alex_key(ALEX_FILE_DB, v % KEYS), &l, h, 0);
+		/* what was taken is what the cache answers */
+		const uint8_t *got = alex_known_get(db, alex_key(ALEX_FILE_DB, v % KEYS), &l, NULL);
+		cr_assert_not_null(got);
+		cr_assert_eq(got[0], v & 0xff);
+		cr_assert_eq(got[BLK - 1], v & 0xff);
+		cr_assert_neq(got, *h, "the buffer taken was handed back");
+	}
+	/* every buffer has one holder: the ways' and the hands' are distinct */
+	struct alex_known *k = db->known;
+	unsigned n = k->sets * ALEX_KNOWN_WAYS;
+	uint8_t **all = calloc(n + HANDS, sizeof *all);
+	cr_assert_not_null(all);
+	memcpy(all, k->at, n * sizeof *all);
+	memcpy(all + n, hand, sizeof hand);
+	for (unsigned i = 0; i < n + HANDS; i++)
+		for (unsigned j = i + 1; j < n + HANDS; j++)
+			cr_assert_neq(all[i], all[j], "a buffer held twice (%u, %u)", i, j);
+	/* the hands' own buffers went into the cache, and are freed with it;
+	 * give the cache back its own (those the hands hold now) first */
+	for (int h = 0; h < HANDS; h++)
+		for (unsigned i = 0; i < n; i++)
+			if (k->at[i] == mine[h]) {
+				k->at[i] = hand[h];
+				hand[h] = mine[h];
+			}
+	for (int h = 0; h < HANDS; h++)
+		free(hand[h]);
+	free(all);
+	alex_close(db);
+	alex_mem_free(m);
+}
