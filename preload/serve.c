@@ -303,9 +303,11 @@ void alex_serve_close(struct pdb *db)
 	/* out of the registry, so no new sync begins; one under way ends */
 	alex_mutex_lock(&db->mu);
 	for (int s; (s = db->syncing);) {
+		db->sync_waiters++;
 		alex_mutex_unlock(&db->mu);
 		alex_futex_wait(&db->syncing, s); /* the end's wake, or a 0 seen */
 		alex_mutex_lock(&db->mu);
+		db->sync_waiters--;
 	}
 	alex_mutex_unlock(&db->mu);
 	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
@@ -865,11 +867,14 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 }
 
 /* The sync is over (under db->mu): a close waiting for it goes on.  The
- * wake comes before the unlock, while db is sure to be there. */
+ * wake comes before the unlock, while db is sure to be there.  A close
+ * counted itself under mu before it let go to wait: one that has not
+ * reached the wait yet finds syncing changed there, and does not sleep. */
 static void synced(struct pdb *db)
 {
 	__atomic_store_n(&db->syncing, 0, __ATOMIC_RELEASE);
-	alex_futex_wake_all(&db->syncing);
+	if (db->sync_waiters)
+		alex_futex_wake_all(&db->syncing);
 }
 
 /* Without db->mu: commits go on meanwhile.  After the last line db may be
@@ -907,6 +912,7 @@ void alex_serve_forget(struct pdb *db)
 	alex_staging_forget(db);
 	alex_sync_forget(db->eng); /* the parent's syncing thread is not here */
 	db->syncing = 0;
+	db->sync_waiters = 0; /* nor its closing threads */
 	db->forked = 1;
 	db->skip_dirsync = 0;
 	alex_span_forked(db);

@@ -142,6 +142,8 @@ struct pdb {
 				the staging log (2): the engine must not
 				close before (mu); back to 0 with a
 				futex wake (alex_serve_close waits) */
+	int sync_waiters;    /* closes waiting for that (mu): no waiter, no
+				wake -- a system call per sync window */
 	struct alex_fence no_journal; /* fenced epochs in which this process */
 	struct alex_fence no_wal;     /* found no <db>-journal, no <db>-wal on
 					 disk: none can appear before they end

@@ -1498,5 +1498,29 @@ q = subprocess.run(["sqlite3", d + "/a.db", "pragma integrity_check"], env=plain
                    capture_output=True, text=True)
 print("closed" if r.returncode == 0 else "status %d" % r.returncode, " ".join((q.stdout + q.stderr).split()))'
 
+# a close while the flusher syncs the log (NORMAL, no staging log): the
+# close waits for the sync's end, woken only when it counted itself as a
+# waiter (serve.c: synced).  Each fdatasync is made to take 8 ms (strace's
+# delay injection) and each connection closes 8-16 ms after its commit,
+# about when the 10 ms window's sync runs: a close that missed its wake
+# would wait for ever (timeout), one that did not wait would close the
+# engine under the sync.
+scenario "close-while-the-flusher-syncs" "closed 40 ok" "$PY_START"'
+r = subprocess.run(["timeout", "60", "strace", "-f", "-o", "/dev/null", "-e", "trace=fdatasync",
+                    "-e", "inject=fdatasync:delay_enter=8000", sys.executable, "-c",
+                    "import sqlite3, sys, time\n"
+                    "for i in range(40):\n"
+                    "    c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                    "    c.execute(\"create table if not exists t(x)\")\n"
+                    "    c.execute(\"insert into t values(?)\", (i,))\n"
+                    "    time.sleep(0.008 + (i % 9) * 0.001)\n"
+                    "    c.close()", d + "/a.db"],
+                   env=dict(os.environ, ALEX_SYNC="normal", ALEX_SYNC_MS="10", ALEX_STAGE="0"),
+                   capture_output=True, text=True)
+q = subprocess.run(["sqlite3", d + "/a.db", "select count(*) from t; pragma integrity_check"],
+                   env=plain, capture_output=True, text=True)
+print("closed" if r.returncode == 0 else "status %d %s" % (r.returncode, r.stderr[-200:]),
+      " ".join((q.stdout + q.stderr).split()))'
+
 echo "regress: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
