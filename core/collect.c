@@ -100,5 +100,5 @@ uint64_t alex_col_bytes(const struct alex_collect *c)
 	uint64_t slots = (uint64_t)c->nslabs * ALEX_SLAB_SLOTS;
 	if (slots > c->max)
 		slots = c->max;
-	return slots * ALEX_BLOCK + alex_map_bytes(&c->index) + slots * sizeof *c->slot_key;
+	return slots * (ALEX_BLOCK + sizeof *c->slot_key + sizeof *c->img) + alex_map_bytes(&c->index);
 }

@@ -28,6 +28,7 @@ struct alex_collect {
 };
 
 int alex_col_init(struct alex_collect *c, uint32_t max_slots);
+/* At close only, with the known cache (known.h: their buffers mix). */
 void alex_col_free(struct alex_collect *c);
 static inline uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot)
 {

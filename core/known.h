@@ -61,6 +61,7 @@ void alex_known_take(alex_db *db, uint64_t key, const struct alex_loc *l, uint8_
 		     uint32_t depth);
 /* The walk buffer, made on first use: NULL when memory is short. */
 uint8_t *alex_known_chain(alex_db *db);
+/* At close only, with the collector (alex_known_take: their buffers mix). */
 void alex_known_free(alex_db *db);
 
 #endif

@@ -86,6 +86,8 @@ static void free_db(alex_db *db)
 	alex_map_free(&db->map);
 	alex_map_free(&db->pending);
 	free(db->doubt);
+	/* the collector and the known cache exchange buffers (known.h):
+	 * freed here together, each its own allocations, and never apart */
 	alex_col_free(&db->col);
 	free(db->rec);
 	free(db->scratch);

@@ -181,8 +181,9 @@ Test(known, taken_buffers_are_exchanged_never_shared)
 	for (unsigned i = 0; i < n + HANDS; i++)
 		for (unsigned j = i + 1; j < n + HANDS; j++)
 			cr_assert_neq(all[i], all[j], "a buffer held twice (%u, %u)", i, j);
-	/* the hands' own buffers went into the cache, and are freed with it;
-	 * give the cache back its own (those the hands hold now) first */
+	/* the hands' own buffers went into the cache: take them back, and
+	 * give the cache its own (those the hands hold now), before each
+	 * frees what it made */
 	for (int h = 0; h < HANDS; h++)
 		for (unsigned i = 0; i < n; i++)
 			if (k->at[i] == mine[h]) {
