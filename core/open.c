@@ -21,7 +21,8 @@
 #define MIN_MEMORY (64u << 10)
 #define MAX_MEMORY (1024u << 20)
 /* what one collector slot costs: the slot, its share of the record buffer
- * (packed payload, worst case raw), its table entry, index and order */
+ * (packed payload, worst case raw), its table entry, index, order, key
+ * and pointer */
 #define SLOT_COST (2u * ALEX_BLOCK + 128u)
 
 static const char *const file_suffix[ALEX_NFILES] = { "", "-journal", "-wal" };
