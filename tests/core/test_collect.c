@@ -137,7 +137,7 @@ Test(collect, clear_reuses_slots_and_slabs)
 Test(collect, bytes_count_slabs_as_allocated)
 {
 	const uint32_t max = ALEX_SLAB_SLOTS + 10;
-	const uint64_t per = BLK + sizeof(uint64_t); /* a slot and its key */
+	const uint64_t per = BLK + sizeof(uint64_t) + sizeof(uint8_t *); /* a slot, its key, its pointer */
 
 	cr_assert_eq(alex_col_init(&col, max), 0);
 	cr_expect_eq(alex_col_bytes(&col), alex_map_bytes(&col.index), "nothing but the index yet");
