@@ -34,6 +34,11 @@ static inline uint8_t *alex_col_slot(struct alex_collect *c, uint32_t slot)
 {
 	return c->img[slot];
 }
+/* The slot's buffer pointer itself, for an exchange (alex_known_take). */
+static inline uint8_t **alex_col_slot_ref(struct alex_collect *c, uint32_t slot)
+{
+	return &c->img[slot];
+}
 /* The slot holding key, or -1. */
 int64_t alex_col_find(struct alex_collect *c, uint64_t key);
 /* A fresh slot for key (the caller fills all 4096 bytes), or -1 when full. */

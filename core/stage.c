@@ -260,7 +260,7 @@ int alex_stage_publish(alex_db *db, struct alex_map *target, uint64_t rec_off, u
 		if (target == &db->map) {
 			/* the next commit's delta, and the next transaction's
 			 * first read of page 1: no read, no decode for them */
-			uint8_t **slot = &db->col.img[db->order[i].slot];
+			uint8_t **slot = alex_col_slot_ref(&db->col, db->order[i].slot);
 			const uint8_t *img = *slot; /* the known cache's, once taken */
 			uint32_t depth = e.flags == ALEX_BLK_DELTA ? alex_delta_depth(db->rec + at) : 0;
 			if (alex_known_wanted(db))

@@ -137,7 +137,6 @@ Test(known, a_newer_version_takes_the_older_ones_way)
 	alex_mem_free(m);
 }
 
-
 /* A commit's blocks are taken, not copied: the collector's buffer becomes
  * the cache's, and the collector gets one back that nobody else holds --
  * after many exchanges over every way, the cache's buffers and the ones
