@@ -326,6 +326,11 @@ static void engine_settings(struct alex_config *e)
 	x = 1;
 	if (!number("ALEX_NAME_WATCH", 0, 1, &x))
 		alex_cfg.name_watch = (int)x;
+	/* the queue's look a load from memory, through an io_uring poll
+	 * (ring.c): on unless turned off */
+	x = 1;
+	if (!number("ALEX_NAME_RING", 0, 1, &x))
+		alex_cfg.name_ring = (int)x;
 	/* the last close's wait for another process's read transaction
 	 * (serve.c: alex_serve_close_wait) */
 	x = 100;

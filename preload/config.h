@@ -34,6 +34,8 @@ struct alex_pconfig {
 			  under one lock while the process is alone (locks.c) */
 	int name_watch; /* ALEX_NAME_WATCH: stats of a database by name
 			   answered while inotify sees no change (watch.c) */
+	int name_ring; /* ALEX_NAME_RING: the inotify queue looked at through
+			  an io_uring poll, a load instead of a call (ring.c) */
 	unsigned close_wait_ms; /* ALEX_CLOSE_WAIT_MS (serve.c) */
 	int bad; /* a value was invalid: refuse tracked files with EINVAL */
 	int key_asked; /* ALEX_KEY_FILE is set (usable or not): SQLite's

@@ -12,7 +12,8 @@
  * attributes of the file's own directory through its parent's watch,
  * unless it is a mount's root), and
  * the kernel queues an event before the call that causes it returns.  So
- * an empty queue -- one FIONREAD, no path walk -- means that nothing stat
+ * an empty queue -- a load from memory (ring.c), or one FIONREAD; no path
+ * walk -- means that nothing stat
  * shows has changed since the answer was kept, and the name still leads
  * to the same file; except st_atime, which reads change and which is not
  * watched (every read of the file would be an event).  Any event forgets
@@ -52,6 +53,7 @@
 #include "hooks.h"
 #include "pdb.h"
 #include "real.h"
+#include "ring.h"
 #include "state.h"
 #include "stats.h"
 #include "watch.h"
@@ -79,6 +81,7 @@ static dev_t wdev;
 static ino_t wino;
 static struct alex_kept_check wcheck;
 static uint64_t gen = 1; /* (atomic) changes seen; an answer kept at an older one is stale */
+static int behind;       /* events were left in the queue: look with FIONREAD */
 
 /* Under mu: the queue made, or -1. */
 static int make(void)
@@ -103,6 +106,8 @@ static int make(void)
 	alex_kept_fresh(&wcheck);
 	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
 	wfd = fd;
+	behind = 0;
+	alex_ring_make(fd); /* before any watch: nothing is queued yet */
 	alex_watch_forget();
 	return 0;
 }
@@ -113,6 +118,7 @@ static int make(void)
  * mark costs only a check. */
 static void lost(void)
 {
+	alex_ring_drop();
 	wfd = -1;
 	alex_watch_forget();
 }
@@ -128,24 +134,46 @@ static int drain(void)
 {
 	int n = 0;
 
+	if (!behind && alex_ring_quiet())
+		return 0; /* nothing queued since the last look: a load */
 	/* still the queue before the ioctl: after a close the hooks saw,
 	 * the number may be a file of the program's */
-	if (!alex_kept_still(&wcheck, wfd, wdev, wino, CHECK_EVERY) ||
-	    ioctl(wfd, FIONREAD, &n) != 0) {
+	if (!alex_kept_still(&wcheck, wfd, wdev, wino, CHECK_EVERY)) {
 		lost();
 		return -1;
 	}
-	if (n == 0)
+	/* the ring's signals taken before the look: what is queued after it
+	 * is signalled again; a poll that ended is armed again first, on
+	 * the queue itself (checked by fstat: a ring is made rarely, and
+	 * polls for long) */
+	if (alex_ring_reap()) {
+		if (!alex_fd_is(wfd, wdev, wino)) {
+			lost();
+			return -1;
+		}
+		alex_ring_make(wfd);
+	}
+	if (ioctl(wfd, FIONREAD, &n) != 0) {
+		lost();
+		return -1;
+	}
+	if (n == 0) {
+		behind = 0;
 		return 0;
+	}
 	if (!alex_fd_is(wfd, wdev, wino)) { /* before its events are read */
 		lost();
 		return -1;
 	}
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	/* events that keep coming (a checkpoint's writes) are left for the
-	 * next call: it sees them queued */
-	for (int i = 0; i < 16 && REAL(read)(wfd, buf, sizeof buf) > 0; i++)
-		;
+	 * next call, which looks with FIONREAD again and reads on: the ring
+	 * signals new events only (every answer is forgotten already; this
+	 * keeps the queue from filling) */
+	int i = 0;
+	while (i < 16 && REAL(read)(wfd, buf, sizeof buf) > 0)
+		i++;
+	behind = i == 16;
 	alex_watch_forget();
 	return 1;
 }
@@ -253,6 +281,7 @@ static void after_fork_parent(void)
  * its own when it asks. */
 static void after_fork_child(void)
 {
+	alex_ring_forked();
 	if (wfd >= 0)
 		REAL(close)(wfd);
 	if (wfd != -2)

@@ -49,6 +49,8 @@ ALEX_SPAN_LOCK=yes LD_PRELOAD=$lib sqlite3 span.db 'select 1' >/dev/null 2>err
 t "bad ALEX_SPAN_LOCK named" grep -q 'ALEX_SPAN_LOCK=yes is invalid' err
 ALEX_NAME_WATCH=2 LD_PRELOAD=$lib sqlite3 watch.db 'select 1' >/dev/null 2>err
 t "bad ALEX_NAME_WATCH named" grep -q 'ALEX_NAME_WATCH=2 is invalid' err
+ALEX_NAME_RING=on LD_PRELOAD=$lib sqlite3 ring.db 'select 1' >/dev/null 2>err
+t "bad ALEX_NAME_RING named" grep -q 'ALEX_NAME_RING=on is invalid' err
 "$B/alex-run" -- sh -c 'exit 7'
 t "alex-run returns the command's status" [ $? -eq 7 ]
 t "alex-run appends to LD_PRELOAD" [ "$(LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libz.so.1 \

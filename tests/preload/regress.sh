@@ -1086,6 +1086,20 @@ sh("mv", db, db + ".away"); out.append(ins(c))
 print(" ".join(out))
 '
 
+# Another program's change learnt of through memory alone, with no system
+# call of this process between the change and the stat (ring.c; the test's
+# comment says how).  A look that took only posted completions as news, not
+# the ring's flag, answered about half of them as before the change; a ring
+# on the thread's shared task-work list (COOP_TASKRUN), beside a ring of the
+# program's own, most of them ("host"), and it made the thread's next
+# epoll_wait or accept fail with EINTR ("eintr").
+for how in plain host eintr; do
+	d=$tmp/ringbell-$how
+	mkdir -p "$d"
+	out=$(LD_PRELOAD=$lib timeout 120 "$B/tests/ringbell" "$d" 200 $how 2>&1 | tail -n 1)
+	if [ "$out" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ringbell $how: got '$out'"; fi
+done
+
 # fstat of a descriptor of the database is answered as its name is (the
 # same inode: watch.c): what another program does to the file shows as it
 # does without ALEX -- the mode, the times, the links, and the size after
