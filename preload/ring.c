@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "io_many.h"
 #include "pdb.h"
 #include "real.h"
 #include "ring.h"
@@ -88,22 +89,6 @@ static void make_key(void)
 {
 	if (pthread_key_create(&owner_key, owner_gone) != 0)
 		never = 1;
-}
-
-/* No seccomp filter: /proc/self/status says "Seccomp:\t0".  In doubt, no. */
-static int unfiltered(void)
-{
-	char buf[8192];
-	int fd = REAL(open)("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? REAL(read)(fd, buf, sizeof buf - 1) : -1;
-
-	if (fd >= 0)
-		REAL(close)(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *s = strstr(buf, "\nSeccomp:");
-	return s && strncmp(s + 9, "\t0\n", 3) == 0;
 }
 
 void alex_ring_drop(void)
@@ -169,9 +154,8 @@ int alex_ring_make(int queue)
 	    pthread_once(&key_once, make_key) != 0 || never)
 		return -1;
 	int saved = errno;
-	if (!unfiltered()) {
+	if (!alex_io_uring_allowed()) {
 		never = 1; /* a filter is never lifted */
-		errno = saved;
 		return -1;
 	}
 	memset(&p, 0, sizeof p);

@@ -1,0 +1,69 @@
+/*
+ * sandbox.c - a program that sandboxes itself after opening its database,
+ * as many servers do: a seccomp filter that kills the process at
+ * io_uring_setup and lets everything else through.  ALEX must never make
+ * that call then (preload/ring.c, core/io_many.c): a first version killed
+ * such a program at its first checkpoint (the checkpoint's direct writes
+ * through an io_uring) and at a stat after the thread that made the
+ * inotify queue's ring had exited (review).
+ *
+ * The database is opened by a thread that then exits; after the filter,
+ * this thread stats the database, writes enough to make the flusher
+ * checkpoint, and closes (the last close checkpoints too).
+ *
+ *   sandbox DIR   prints "rows N" on success; killed, the shell sees 159
+ */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+static char db[4096];
+static sqlite3 *h;
+
+static void *opener(void *unused)
+{
+	struct stat st;
+
+	if (sqlite3_open(db, &h) || sqlite3_exec(h, "create table if not exists t(x)", 0, 0, 0))
+		return (void *)1;
+	stat(db, &st); /* this thread makes the queue's ring */
+	return unused;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th;
+	void *r;
+	struct stat st;
+
+	if (argc != 2)
+		return 2;
+	snprintf(db, sizeof db, "%s/x.db", argv[1]);
+	if (pthread_create(&th, 0, opener, 0) || pthread_join(th, &r) || r)
+		return 1;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return 1;
+	stat(db, &st);
+	for (int i = 0; i < 2000; i++)
+		if (sqlite3_exec(h, "insert into t values(randomblob(3000))", 0, 0, 0))
+			return 1;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(h, "select count(*) from t", -1, &q, 0) || sqlite3_step(q) != SQLITE_ROW)
+		return 1;
+	printf("rows %d\n", sqlite3_column_int(q, 0));
+	sqlite3_finalize(q);
+	return sqlite3_close(h) != SQLITE_OK;
+}
