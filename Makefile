@@ -143,7 +143,7 @@ $(B)/tests/fdchurn: tests/preload/fdchurn.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3 -lpthread
 
 $(B)/tests/ringbell: tests/preload/ringbell.c | $(B)/tests
-	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3 -lpthread
 
 $(B)/tests/sandbox: tests/preload/sandbox.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3 -lpthread

@@ -101,13 +101,14 @@ static void ring_close(struct ring *r)
 
 int alex_io_uring_allowed(void)
 {
-	static int filtered; /* (atomic) */
+	static int filtered; /* (atomic) seen in some thread: then in doubt for all */
 	char buf[8192];
 
 	if (__atomic_load_n(&filtered, __ATOMIC_RELAXED))
 		return 0;
 	int saved = errno;
-	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	/* the calling thread's: a filter may be one thread's (no TSYNC) */
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
 	long n = fd >= 0 ? syscall(SYS_read, fd, buf, sizeof buf - 1) : -1;
 	if (fd >= 0)
 		syscall(SYS_close, fd);

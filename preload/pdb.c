@@ -19,6 +19,7 @@
 #include "match.h"
 #include "pdb.h"
 #include "real.h"
+#include "watch.h"
 #include "serve.h"
 #include "stats.h"
 
@@ -309,8 +310,10 @@ void alex_kept_mark(int fd, int on)
 void alex_kept_met(int fd)
 {
 	if (fd >= 0 && (fd >= KEPT_BITS ||
-			(__atomic_load_n(&kept_bits[fd >> 6], __ATOMIC_ACQUIRE) >> (fd & 63) & 1)))
+			(__atomic_load_n(&kept_bits[fd >> 6], __ATOMIC_ACQUIRE) >> (fd & 63) & 1))) {
+		alex_watch_met(fd);
 		__atomic_add_fetch(&alex_kept_epoch, 1, __ATOMIC_ACQ_REL);
+	}
 }
 
 int alex_kept_still(struct alex_kept_check *c, int fd, dev_t dev, ino_t ino, unsigned every)

@@ -11,73 +11,80 @@
  * IORING_SETUP_DEFER_TASKRUN and IORING_SETUP_TASKRUN_FLAG the wake puts
  * the poll's work on the ring's own list and, when that list was empty,
  * sets IORING_SQ_TASKRUN in the ring's shared flags -- in the waker's
- * call.  The work runs, posting the completion and clearing the flag, only
- * inside io_uring_enter(IORING_ENTER_GETEVENTS) made by the thread that
- * made the ring (IORING_SETUP_SINGLE_ISSUER): here, only at a look that
- * found the flag set, before it asks FIONREAD.  So for that thread the
- * flag, once set, stays set until its next look, and only it takes "quiet"
- * from memory; every other thread looks with FIONREAD.  (A ring whose work
- * went on the thread's shared task-work list instead, COOP_TASKRUN without
- * DEFER_TASKRUN, missed events while any other ring of the thread had work
+ * call.  The work runs, posting the completion, only inside
+ * io_uring_enter(IORING_ENTER_GETEVENTS) made by the thread that made the
+ * ring (IORING_SETUP_SINGLE_ISSUER): here, only at a look that found the
+ * flag set, before it asks FIONREAD.  That look clears the flag itself
+ * before it enters (the kernel sets it after adding the work, so a run
+ * between the two left it set with nothing to run: review), and whatever
+ * is added after the clear sets it again or is run by that enter.  So for
+ * the owner the flag, once set, stays set until its next look, and only
+ * the owner takes "quiet" from memory; every other thread asks FIONREAD.
+ * (A ring whose work went on the thread's shared task-work list instead,
+ * COOP_TASKRUN, missed events while any other ring of the thread had work
  * pending, and made the thread's next blocking call fail with EINTR:
- * review.)  A completion the kernel could not store bumps the ring's
- * overflow count, which counts as news too.
+ * review.)
  *
- * The ring's descriptor is close-on-exec.  A program may close it (a sweep
- * of descriptors) and reuse the number: the owner's look then calls
- * io_uring_enter on a number that is not ours, which does no harm (on
- * another file it fails, and the ring is made anew; on another ring it
- * only runs that ring's completions, and ours stays signalled: every look
- * is then the system call), and the number is closed only after an fstat
- * says it is still ours.  A poll that ends (its completions overflowed the ring while
- * nobody looked) or whose owner thread exited is armed again on a new ring
- * at the next look.
+ * A ring freed while its owner lives makes the owner's next blocking call
+ * fail with EINTR (the kernel's teardown signals the task that submitted to
+ * it: review), so a ring is freed only after its owner thread has exited,
+ * or in a fork()ed child, which is not its owner.  Its descriptor is
+ * registered with the owner (IORING_REGISTER_RING_FDS) and closed: no
+ * number of ours for a program to close or reuse.  When the queue changes
+ * (the program closed it: watch.c makes another) the ring is retired --
+ * never quiet -- until the owner's next look moves the poll to the new
+ * queue; a poll that ended is armed again the same way.  Each poll carries
+ * a generation in its user_data, so the end of a removed one is not taken
+ * for the end of the current one.
  *
- * Not used under a seccomp filter (asked before every ring is made: a
- * filter may come after the first, and one that kills at io_uring_setup,
- * as systemd's SystemCallFilter= does unless told otherwise, would kill
- * the program); nor with ALEX_NAME_RING=0; nor before Linux 6.1.
+ * Never under a seccomp filter of the calling thread, asked before every
+ * io_uring call (core/io_many.c: a filter may come at any time, and one
+ * that kills at io_uring_setup or io_uring_enter, as systemd's
+ * SystemCallFilter= does unless told otherwise, would kill the program);
+ * a ring the owner cannot enter any more stays mapped, retired, for the
+ * process's life.  Nor with ALEX_NAME_RING=0, nor before Linux 6.1.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/io_uring.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "io_many.h"
-#include "pdb.h"
 #include "real.h"
 #include "ring.h"
 
 /* completions between two looks before the poll ends */
 #define RING_CQ 64
-/* rings that could not be made for want of memory or descriptors */
+/* rings or polls that could not be made for want of memory */
 #define MAX_SHORT 8
+/* a removal's user_data: never a poll's generation */
+#define REMOVAL (~0ULL)
 
 static struct {
-	int fd;
-	dev_t dev;
-	ino_t ino;
 	void *rings, *sqes;
 	size_t rings_len, sqes_len;
 	unsigned *flags, *head, *tail, *overflow, mask, overflow_seen;
+	unsigned *sq_tail, *sq_array, sq_mask;
 	const struct io_uring_cqe *cqes;
-	pid_t owner; /* (atomic) the thread that made it; 0: gone */
-} r = { .fd = -1 };
+	unsigned idx;    /* the registered descriptor (the owner's) */
+	uint64_t gen;    /* the current poll's user_data */
+	int queue;       /* what it polls */
+	int retired;     /* (atomic) not the queue's poll (yet): never quiet */
+	pid_t owner;     /* (atomic) the thread that made it; 0: gone */
+} r;
 static int never; /* io_uring cannot do it here: FIONREAD from now on */
 static int short_of;
 static __thread pid_t me __attribute__((tls_model("initial-exec")));
 static pthread_key_t owner_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* The owner thread's exit: nobody runs its poll's work now (the next look
- * makes a new ring) */
+/* The owner thread's exit: nobody can run its poll's work now (the next
+ * look frees the ring, harmless now, and makes another) */
 static void owner_gone(void *unused)
 {
 	pid_t t = me;
@@ -91,113 +98,158 @@ static void make_key(void)
 		never = 1;
 }
 
-void alex_ring_drop(void)
+/* Only where the owner is gone, or in a fork()ed child (above). */
+static void drop(void)
 {
 	if (r.rings)
 		REAL(munmap)(r.rings, r.rings_len);
 	if (r.sqes)
 		REAL(munmap)(r.sqes, r.sqes_len);
-	if (alex_fd_is(r.fd, r.dev, r.ino))
-		REAL(close)(r.fd);
-	__atomic_store_n(&r.owner, 0, __ATOMIC_SEQ_CST);
-	r.rings = r.sqes = NULL;
-	r.fd = -1;
+	memset(&r, 0, sizeof r);
 }
 
-/* The rings mapped and the poll submitted; 0 or -1. */
-static int arm(const struct io_uring_params *p, int queue)
+static int enter(unsigned submit, unsigned flags)
+{
+	return (int)syscall(__NR_io_uring_enter, r.idx, submit, 0, flags | IORING_ENTER_REGISTERED_RING,
+			    NULL, 0);
+}
+
+static void sqe(unsigned i, uint8_t op, int fd, uint64_t addr, uint32_t len, uint64_t data)
+{
+	struct io_uring_sqe *q = (struct io_uring_sqe *)r.sqes + i;
+
+	memset(q, 0, sizeof *q);
+	q->opcode = op;
+	q->fd = fd;
+	q->addr = addr;
+	q->len = len;
+	q->user_data = data;
+	if (op == IORING_OP_POLL_ADD)
+		q->poll32_events = POLLIN;
+	unsigned t = *r.sq_tail;
+	r.sq_array[t & r.sq_mask] = i;
+	__atomic_store_n(r.sq_tail, t + 1, __ATOMIC_RELEASE);
+}
+
+/* The owner: a new poll of queue, the old one (if any) removed.  0 or -1. */
+static int arm(int queue, int remove_old)
+{
+	uint64_t old = r.gen;
+	unsigned n = 0;
+
+	if (remove_old)
+		sqe(n++, IORING_OP_POLL_REMOVE, -1, old, 0, REMOVAL);
+	sqe(n++, IORING_OP_POLL_ADD, queue, 0, IORING_POLL_ADD_MULTI, old + 1);
+	if (enter(n, 0) != (int)n)
+		return -1; /* not submitted (EAGAIN, ENOMEM): tried again */
+	r.gen = old + 1;
+	r.queue = queue;
+	r.overflow_seen = __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&r.retired, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The rings mapped and the descriptor registered; 0 or -1. */
+static int map(int fd, const struct io_uring_params *p)
 {
 	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
 	size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
+	struct io_uring_rsrc_update u = { .offset = -1U, .data = (uint64_t)fd };
 
 	if (!(p->features & IORING_FEAT_SINGLE_MMAP))
 		return -1;
 	r.rings_len = sq_len > cq_len ? sq_len : cq_len;
 	r.sqes_len = p->sq_entries * sizeof(struct io_uring_sqe);
-	void *m = REAL(mmap)(NULL, r.rings_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
+	void *m = REAL(mmap)(NULL, r.rings_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
 			     IORING_OFF_SQ_RING);
 	r.rings = m == MAP_FAILED ? NULL : m;
-	m = REAL(mmap)(NULL, r.sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r.fd,
+	m = REAL(mmap)(NULL, r.sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
 		       IORING_OFF_SQES);
 	r.sqes = m == MAP_FAILED ? NULL : m;
-	if (!r.rings || !r.sqes)
+	if (!r.rings || !r.sqes ||
+	    syscall(__NR_io_uring_register, fd, IORING_REGISTER_RING_FDS, &u, 1) != 1)
 		return -1;
 	char *b = r.rings;
-	struct io_uring_sqe *sqe = r.sqes;
-	memset(sqe, 0, sizeof *sqe);
-	sqe->opcode = IORING_OP_POLL_ADD;
-	sqe->fd = queue;
-	sqe->poll32_events = POLLIN;
-	sqe->len = IORING_POLL_ADD_MULTI;
-	sqe->user_data = 1;
-	unsigned *sq_tail = (unsigned *)(b + p->sq_off.tail);
-	((unsigned *)(b + p->sq_off.array))[0] = 0;
-	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
+	r.idx = u.offset;
 	r.flags = (unsigned *)(b + p->sq_off.flags);
+	r.sq_tail = (unsigned *)(b + p->sq_off.tail);
+	r.sq_array = (unsigned *)(b + p->sq_off.array);
+	r.sq_mask = *(unsigned *)(b + p->sq_off.ring_mask);
 	r.head = (unsigned *)(b + p->cq_off.head);
 	r.tail = (unsigned *)(b + p->cq_off.tail);
 	r.overflow = (unsigned *)(b + p->cq_off.overflow);
 	r.mask = *(unsigned *)(b + p->cq_off.ring_mask);
 	r.cqes = (const struct io_uring_cqe *)(b + p->cq_off.cqes);
-	if (syscall(__NR_io_uring_enter, r.fd, 1, 0, 0, NULL, 0) != 1)
-		return -1;
-	r.overflow_seen = __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE);
 	return 0;
 }
 
-int alex_ring_make(int queue)
+/* A new ring, this thread its owner, polling queue. */
+static void make(int queue)
 {
 	struct io_uring_params p;
 
-	alex_ring_drop();
 	if (never || !alex_cfg.name_ring || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ ||
 	    pthread_once(&key_once, make_key) != 0 || never)
-		return -1;
-	int saved = errno;
+		return;
 	if (!alex_io_uring_allowed()) {
-		never = 1; /* a filter is never lifted */
-		return -1;
+		never = 1;
+		return;
 	}
 	memset(&p, 0, sizeof p);
 	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
 		  IORING_SETUP_CQSIZE;
 	p.cq_entries = RING_CQ;
-	r.fd = (int)syscall(__NR_io_uring_setup, 1, &p);
-	if (r.fd < 0) {
+	int fd = (int)syscall(__NR_io_uring_setup, 2, &p);
+	if (fd < 0) {
 		/* out of memory or descriptors: perhaps later; anything else
 		 * (an older kernel, io_uring disabled): not here */
 		if ((errno != ENOMEM && errno != EMFILE && errno != ENFILE) || ++short_of >= MAX_SHORT)
 			never = 1;
-		errno = saved;
-		return -1;
+		return;
 	}
-	struct stat st;
-	if (REAL(fstat)(r.fd, &st) != 0) {
-		REAL(close)(r.fd);
-		r.fd = -1;
-		never = 1;
-		errno = saved;
-		return -1;
-	}
-	r.dev = st.st_dev;
-	r.ino = st.st_ino;
-	if (arm(&p, queue) != 0) {
-		alex_ring_drop();
-		never = 1;
-		errno = saved;
-		return -1;
-	}
+	/* the owner now: the kernel made this thread the ring's submitter */
 	if (!me)
 		me = (pid_t)syscall(SYS_gettid);
+	int ok = map(fd, &p) == 0;
+	REAL(close)(fd); /* registered, or the ring goes with the mappings */
+	if (!ok) {
+		drop(); /* never entered: no task of ours to signal */
+		never = 1;
+		return;
+	}
 	pthread_setspecific(owner_key, &r);
 	__atomic_store_n(&r.owner, me, __ATOMIC_SEQ_CST);
+	if (arm(queue, 0) != 0) {
+		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE); /* armed at the next look */
+		r.queue = queue;
+		if (++short_of >= MAX_SHORT)
+			never = 1;
+	}
+}
+
+void alex_ring_queue(int queue)
+{
+	int saved = errno;
+
+	if (!r.rings)
+		make(queue);
+	else if (queue != r.queue || !__atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) {
+		r.queue = queue; /* the owner's next look moves the poll there */
+		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
+	}
 	errno = saved;
-	return 0;
+}
+
+void alex_ring_retire(void)
+{
+	if (r.rings)
+		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
 }
 
 int alex_ring_quiet(void)
 {
-	if (!r.rings || !me || __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE) != me)
+	if (!r.rings || !me || __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE) != me ||
+	    __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE))
 		return 0;
 	unsigned f = __atomic_load_n(r.flags, __ATOMIC_ACQUIRE);
 	return !(f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) &&
@@ -205,39 +257,50 @@ int alex_ring_quiet(void)
 	       __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE) == r.overflow_seen;
 }
 
-int alex_ring_reap(void)
+void alex_ring_look(int queue)
 {
-	if (!r.rings)
-		return 0;
-	pid_t owner = __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE);
-	int ended = !owner, saved = errno;
-	/* the owner runs the poll's work: its completions posted, the flag
-	 * cleared, so that the next event sets it again */
-	if (owner && owner == me &&
-	    syscall(__NR_io_uring_enter, r.fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
-		ended = 1; /* the number is not our ring's now */
-	errno = saved;
-	if ((__atomic_load_n(r.flags, __ATOMIC_ACQUIRE) & IORING_SQ_CQ_OVERFLOW) ||
-	    __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE) != r.overflow_seen)
-		ended = 1; /* a completion that ended the poll waits in the
-			      kernel, or was dropped */
-	unsigned h = *r.head, t = __atomic_load_n(r.tail, __ATOMIC_ACQUIRE);
-	for (; h != t; h++) {
-		const struct io_uring_cqe *c = &r.cqes[h & r.mask];
-		if (c->res < 0 && c->res != -ECANCELED)
-			never = 1; /* this kernel cannot poll the queue so */
-		if (!(c->flags & IORING_CQE_F_MORE))
-			ended = 1;
+	int saved = errno;
+
+	if (!r.rings) {
+		make(queue);
+	} else if (!__atomic_load_n(&r.owner, __ATOMIC_ACQUIRE)) {
+		drop(); /* its owner has exited: freeing it signals nobody */
+		make(queue);
+	} else if (r.owner == me && !never) {
+		if (!alex_io_uring_allowed()) {
+			never = 1; /* a filter came: the ring stays, retired */
+			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
+			errno = saved;
+			return;
+		}
+		/* cleared before the run: work added after it sets it again,
+		 * or is run now */
+		__atomic_and_fetch(r.flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
+		int ended = enter(0, IORING_ENTER_GETEVENTS) < 0 ||
+			    (__atomic_load_n(r.flags, __ATOMIC_ACQUIRE) & IORING_SQ_CQ_OVERFLOW) ||
+			    __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE) != r.overflow_seen;
+		unsigned h = *r.head, t = __atomic_load_n(r.tail, __ATOMIC_ACQUIRE);
+		for (; h != t; h++) {
+			const struct io_uring_cqe *c = &r.cqes[h & r.mask];
+			if (c->user_data != r.gen)
+				continue; /* a removal's answer, or a removed poll's end */
+			if (c->res < 0 && c->res != -ECANCELED)
+				never = 1; /* this kernel cannot poll the queue so */
+			if (!(c->flags & IORING_CQE_F_MORE))
+				ended = 1;
+		}
+		__atomic_store_n(r.head, h, __ATOMIC_RELEASE);
+		if (never)
+			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
+		else if ((ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE) || queue != r.queue) &&
+			 arm(queue, 1) != 0 && ++short_of >= MAX_SHORT)
+			never = 1;
 	}
-	__atomic_store_n(r.head, h, __ATOMIC_RELEASE);
-	if (!ended && !never)
-		return 0;
-	alex_ring_drop();
-	return !never;
+	errno = saved;
 }
 
 void alex_ring_forked(void)
 {
 	me = 0;
-	alex_ring_drop(); /* the child's mapping and descriptor: the parent's ring stays */
+	drop(); /* the child's mappings: the parent's ring stays */
 }

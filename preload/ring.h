@@ -4,23 +4,25 @@
 #ifndef ALEX_PRELOAD_RING_H
 #define ALEX_PRELOAD_RING_H
 
-/* A poll of queue armed on a new ring, made by the calling thread (its
- * owner).  0, or -1: none (no io_uring here, a seccomp filter,
- * ALEX_NAME_RING=0), and every look at the queue is a system call. */
-int alex_ring_make(int queue);
+/* The queue is now this descriptor: a ring made for it by the calling
+ * thread (its owner), or the ring's poll moved to it at the owner's next
+ * look.  Nothing, where io_uring cannot be had (an older kernel, a seccomp
+ * filter, ALEX_NAME_RING=0): every look is then a system call. */
+void alex_ring_queue(int queue);
 
-/* 1 when the calling thread made the ring and nothing has been queued
- * since the last alex_ring_reap: the queue is as empty as it was then. */
+/* The queue is gone (watch.c lost it): never quiet until the owner's next
+ * look with the new one. */
+void alex_ring_retire(void);
+
+/* 1 when the calling thread owns the ring and nothing has been queued
+ * since its last alex_ring_look: the queue is as it was then. */
 int alex_ring_quiet(void);
 
-/* The signals taken, before the caller looks at the queue itself (what is
- * queued after is signalled again).  0, or 1 when the poll has ended (or
- * its owner thread has): dropped, to be made again by the caller before
- * it looks. */
-int alex_ring_reap(void);
-
-/* The ring let go (the queue was lost, or this is a fork()ed child). */
-void alex_ring_drop(void);
+/* Before a look at the queue by system call: the owner takes the ring's
+ * signals (what is queued after is signalled again) and arms a poll that
+ * ended, or one on a new queue, first; a ring whose owner exited is
+ * replaced by one of this thread's.  errno is left as it was. */
+void alex_ring_look(int queue);
 
 /* In a fork()ed child, before anything else: no thread here made it. */
 void alex_ring_forked(void);

@@ -82,6 +82,7 @@ static ino_t wino;
 static struct alex_kept_check wcheck;
 static uint64_t gen = 1; /* (atomic) changes seen; an answer kept at an older one is stale */
 static int behind;       /* events were left in the queue: look with FIONREAD */
+static int wclosed;      /* (atomic) the hooks saw the queue's number closed or reused */
 
 /* Under mu: the queue made, or -1. */
 static int make(void)
@@ -105,9 +106,10 @@ static int make(void)
 	wino = st.st_ino;
 	alex_kept_fresh(&wcheck);
 	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
-	wfd = fd;
+	__atomic_store_n(&wclosed, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&wfd, fd, __ATOMIC_RELEASE);
 	behind = 0;
-	alex_ring_make(fd); /* before any watch: nothing is queued yet */
+	alex_ring_queue(fd); /* before any watch: nothing is queued yet */
 	alex_watch_forget();
 	return 0;
 }
@@ -118,9 +120,15 @@ static int make(void)
  * mark costs only a check. */
 static void lost(void)
 {
-	alex_ring_drop();
+	alex_ring_retire();
 	wfd = -1;
 	alex_watch_forget();
+}
+
+void alex_watch_met(int fd)
+{
+	if (fd >= 0 && fd == __atomic_load_n(&wfd, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&wclosed, 1, __ATOMIC_RELEASE);
 }
 
 void alex_watch_forget(void)
@@ -137,22 +145,17 @@ static int drain(void)
 	if (!behind && alex_ring_quiet())
 		return 0; /* nothing queued since the last look: a load */
 	/* still the queue before the ioctl: after a close the hooks saw,
-	 * the number may be a file of the program's */
-	if (!alex_kept_still(&wcheck, wfd, wdev, wino, CHECK_EVERY)) {
+	 * the number may be a file of the program's -- lost, whatever an
+	 * fstat says (an inotify instance of the program's looks like ours) */
+	if (__atomic_exchange_n(&wclosed, 0, __ATOMIC_ACQ_REL) ||
+	    !alex_kept_still(&wcheck, wfd, wdev, wino, CHECK_EVERY)) {
 		lost();
 		return -1;
 	}
 	/* the ring's signals taken before the look: what is queued after it
-	 * is signalled again; a poll that ended is armed again first, on
-	 * the queue itself (checked by fstat: a ring is made rarely, and
-	 * polls for long) */
-	if (alex_ring_reap()) {
-		if (!alex_fd_is(wfd, wdev, wino)) {
-			lost();
-			return -1;
-		}
-		alex_ring_make(wfd);
-	}
+	 * is signalled again; a poll that ended, or one of a queue lost, is
+	 * armed again on this one first */
+	alex_ring_look(wfd);
 	if (ioctl(wfd, FIONREAD, &n) != 0) {
 		lost();
 		return -1;
@@ -282,7 +285,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	alex_ring_forked();
-	if (wfd >= 0)
+	if (wfd >= 0 && !__atomic_load_n(&wclosed, __ATOMIC_ACQUIRE) && alex_fd_is(wfd, wdev, wino))
 		REAL(close)(wfd);
 	if (wfd != -2)
 		lost();

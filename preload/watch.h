@@ -16,6 +16,12 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st);
  * (hooks_cred.c).  No lock: a vfork()ed child may call it. */
 void alex_watch_forget(void);
 
+/* The hooks met number fd closed or reused (pdb.h, alex_kept_met): if it
+ * was the queue's, the queue is lost -- an fstat cannot tell (every inotify
+ * instance has the same inode: the program's own may have the number now).
+ * No lock: a close hook calls it. */
+void alex_watch_met(int fd);
+
 /* pthread_atfork handlers: the child's copy of the descriptor shares the
  * parent's queue and is not read (init.c). */
 void alex_watch_atfork(void);

@@ -19,19 +19,30 @@
  * thread waits in epoll_wait and in accept with a timeout; a ring that
  * notified the thread by task work made them fail with EINTR.
  *
- *   ringbell DIR N [plain|host|eintr]   prints "ok" when all is well
+ * "steal": the program closes ALEX's inotify descriptor (a sweep) and
+ * makes an inotify of its own, which gets the number; another thread's
+ * stat then finds the queue lost while this one waits in epoll_wait.  The
+ * program must read its own events, with its own watch, the stats must
+ * see chmods of the database, and the wait must not fail with EINTR (a
+ * first version trusted an fstat, which cannot tell two inotify instances
+ * apart, read the program's events and added its watches to the
+ * program's instance; and freed the ring under its waiting owner: review).
+ *
+ *   ringbell DIR N [plain|host|eintr|steal]   prints "ok" when all is well
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -99,9 +110,73 @@ static void helper(volatile int *w, const char *db, const char *away)
 	}
 }
 
+static char db[4096];
+
+static int inotify_fd(void)
+{
+	char p[64], l[256];
+	int r = -1;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(p, l, sizeof l - 1);
+		if (n > 0 && (l[n] = 0, strstr(l, "inotify")))
+			r = fd;
+	}
+	return r;
+}
+
+static void *other_stat(void *unused)
+{
+	struct stat st;
+
+	usleep(10000);
+	stat(db, &st);
+	return unused;
+}
+
+static int steal(const char *dir)
+{
+	char mine[4096], buf[4096] __attribute__((aligned(8)));
+	struct stat st;
+	struct epoll_event ev;
+	pthread_t th;
+	int bad = 0;
+
+	snprintf(mine, sizeof mine, "%s/config", dir);
+	close(open(mine, O_CREAT | O_WRONLY, 0600));
+	stat(db, &st);
+	int n = inotify_fd();
+	if (n < 0 || close(n))
+		return printf("no inotify descriptor of ALEX's\n"), 1;
+	int q = inotify_init1(IN_NONBLOCK), wd = inotify_add_watch(q, mine, IN_ATTRIB);
+	int ep = epoll_create1(0);
+	if (q < 0 || wd < 0 || ep < 0 || pthread_create(&th, 0, other_stat, 0))
+		return 1;
+	if (epoll_wait(ep, &ev, 1, 50) < 0 && errno == EINTR)
+		bad++, printf("epoll_wait: EINTR\n");
+	pthread_join(th, 0);
+	for (int i = 0; i < 2; i++) {
+		mode_t m = i ? 0600 : 0640;
+		if (chmod(mine, 0600 + i) || chmod(db, m) || stat(db, &st))
+			return 1;
+		if ((st.st_mode & 0777) != m)
+			bad++, printf("stat %d: %o, want %o\n", i, st.st_mode & 0777, m);
+		ssize_t r = read(q, buf, sizeof buf);
+		if (r < (ssize_t)sizeof(struct inotify_event) || ((struct inotify_event *)buf)->wd != wd)
+			bad++, printf("the program's event %d: %zd bytes, wd %d (its own %d)\n", i, r,
+				      r > 0 ? ((struct inotify_event *)buf)->wd : -1, wd);
+	}
+	for (int i = 0; i < 20; i++)
+		if (epoll_wait(ep, &ev, 1, 1) < 0 && errno == EINTR)
+			bad++, printf("epoll_wait %d: EINTR\n", i);
+	printf(bad ? "%d wrong\n" : "ok\n", bad);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	char db[4096], away[4096];
+	char away[4096];
 	sqlite3 *h;
 	struct stat st;
 
@@ -114,6 +189,8 @@ int main(int argc, char **argv)
 	if (sqlite3_open(db, &h) ||
 	    sqlite3_exec(h, "create table t(x); insert into t values(1); insert into t values(2)", 0, 0, 0))
 		return 1;
+	if (strcmp(mode_arg, "steal") == 0)
+		return steal(argv[1]);
 	volatile int *w = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (w == MAP_FAILED)
 		return 1;
