@@ -45,6 +45,7 @@
 
 #include "io.h"
 #include "io_many.h"
+#include "uring.h"
 
 #ifndef SYS_cachestat
 #define SYS_cachestat 451 /* Linux 6.5, the same number on every architecture */
@@ -79,94 +80,17 @@ int alex_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
 }
 
 /* An io_uring of DEPTH entries, its rings mapped. */
-struct ring {
-	int fd;
-	uint8_t *sq, *cq;
-	size_t sq_len, cq_len, sqes_len;
-	struct io_uring_sqe *sqes;
-	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
-	struct io_uring_cqe *cqes;
-};
-
-static void ring_close(struct ring *r)
-{
-	if (r->sqes)
-		munmap(r->sqes, r->sqes_len);
-	if (r->cq && r->cq != r->sq)
-		munmap(r->cq, r->cq_len);
-	if (r->sq)
-		munmap(r->sq, r->sq_len);
-	syscall(SYS_close, r->fd);
-}
-
-int alex_io_uring_allowed(void)
-{
-	static int filtered; /* (atomic) seen in some thread: then in doubt for all */
-	char buf[8192];
-
-	if (__atomic_load_n(&filtered, __ATOMIC_RELAXED))
-		return 0;
-	int saved = errno;
-	/* the calling thread's: a filter may be one thread's (no TSYNC) */
-	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-	long n = fd >= 0 ? syscall(SYS_read, fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		syscall(SYS_close, fd);
-	errno = saved;
-	if (n <= 0)
-		return 0; /* no /proc: in doubt, no */
-	buf[n] = 0;
-	const char *s = strstr(buf, "\nSeccomp:");
-	if (s && strncmp(s + 9, "\t0\n", 3) == 0)
-		return 1;
-	if (s) /* mode 1 or 2: for good */
-		__atomic_store_n(&filtered, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int ring_open(struct ring *r)
+static int ring_open(struct alex_uring *r)
 {
 	struct io_uring_params p;
 
-	memset(r, 0, sizeof *r);
-	if (!alex_io_uring_allowed())
-		return EOPNOTSUPP;
 	memset(&p, 0, sizeof p);
-	long fd = syscall(SYS_io_uring_setup, DEPTH, &p);
-	if (fd < 0)
+	if (alex_uring_open(r, DEPTH, &p))
 		return EOPNOTSUPP;
-	r->fd = (int)fd;
-	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	if (p.features & IORING_FEAT_SINGLE_MMAP)
-		r->sq_len = r->cq_len = r->sq_len > r->cq_len ? r->sq_len : r->cq_len;
-	r->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
-	void *m = mmap(NULL, r->sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
-		       IORING_OFF_SQ_RING);
-	r->sq = m == MAP_FAILED ? NULL : m;
-	if (r->sq && (p.features & IORING_FEAT_SINGLE_MMAP)) {
-		r->cq = r->sq;
-	} else if (r->sq) {
-		m = mmap(NULL, r->cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
-			 IORING_OFF_CQ_RING);
-		r->cq = m == MAP_FAILED ? NULL : m;
-	}
-	if (r->cq) {
-		m = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
-			 IORING_OFF_SQES);
-		r->sqes = m == MAP_FAILED ? NULL : m;
-	}
-	if (!r->sqes || p.sq_entries < DEPTH) {
-		ring_close(r);
+	if (p.sq_entries < DEPTH) {
+		alex_uring_close(r);
 		return EOPNOTSUPP;
 	}
-	r->sq_tail = (unsigned *)(r->sq + p.sq_off.tail);
-	r->sq_mask = (unsigned *)(r->sq + p.sq_off.ring_mask);
-	r->sq_array = (unsigned *)(r->sq + p.sq_off.array);
-	r->cq_head = (unsigned *)(r->cq + p.cq_off.head);
-	r->cq_tail = (unsigned *)(r->cq + p.cq_off.tail);
-	r->cq_mask = (unsigned *)(r->cq + p.cq_off.ring_mask);
-	r->cqes = (struct io_uring_cqe *)(r->cq + p.cq_off.cqes);
 	return 0;
 }
 
@@ -174,7 +98,7 @@ static int ring_open(struct ring *r)
  * buffers are the caller's: none may still be in flight at return).  A
  * piece that failed or came back short is written again the plain way,
  * which says its errno. */
-static int chunk(struct ring *r, int dfd, const struct alex_piece *p, unsigned k)
+static int chunk(struct alex_uring *r, int dfd, const struct alex_piece *p, unsigned k)
 {
 	unsigned tail = *r->sq_tail, mask = *r->sq_mask, done = 0, sub = 0;
 	int res[DEPTH];
@@ -279,7 +203,7 @@ int alex_io_pwrite_many(int dfd, int fd, const struct alex_piece *p, size_t n)
 {
 	struct cs_range cr = { 0, 4096 };
 	struct cs_counts cc;
-	struct ring r;
+	struct alex_uring r;
 	int err = 0;
 
 	if (syscall(SYS_cachestat, fd, &cr, &cc, 0) < 0)
@@ -288,6 +212,6 @@ int alex_io_pwrite_many(int dfd, int fd, const struct alex_piece *p, size_t n)
 		return EOPNOTSUPP;
 	for (size_t i = 0; i < n && !err; i += DEPTH)
 		err = chunk(&r, dfd, p + i, (unsigned)(n - i < DEPTH ? n - i : DEPTH));
-	ring_close(&r);
+	alex_uring_close(&r);
 	return err ? err : alex_io_direct_settle(fd, p, n);
 }

@@ -18,13 +18,6 @@ int alex_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
  * nothing, where the kernel cannot tell what it caches (before 6.5). */
 int alex_io_pwrite_many(int dfd, int fd, const struct alex_piece *p, size_t n);
 
-/* May the calling thread make io_uring calls?  Not under any seccomp
- * filter: one may kill the process there (systemd's SystemCallFilter= does
- * unless told otherwise), and a program may install one at any time, in
- * one thread or all, so it is asked before every call until a filter is
- * seen (one is never lifted; from then on no thread asks). */
-int alex_io_uring_allowed(void);
-
 /* The last step of that alone, after the pieces were written some other
  * way (the test backend's numbered writes). */
 int alex_io_direct_settle(int fd, const struct alex_piece *p, size_t n);

@@ -38,25 +38,23 @@
  * for the end of the current one.
  *
  * Never under a seccomp filter of the calling thread, asked before every
- * io_uring call (core/io_many.c: a filter may come at any time, and one
+ * io_uring call (core/uring.c: a filter may come at any time, and one
  * that kills at io_uring_setup or io_uring_enter, as systemd's
  * SystemCallFilter= does unless told otherwise, would kill the program);
  * a ring the owner cannot enter any more stays mapped, retired, for the
  * process's life.  Nor with ALEX_NAME_RING=0, nor before Linux 6.1.
  */
 #include <errno.h>
-#include <linux/io_uring.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
-#include "io_many.h"
 #include "real.h"
 #include "ring.h"
+#include "uring.h"
 
 /* completions between two looks before the poll ends */
 #define RING_CQ 64
@@ -66,14 +64,10 @@
 #define REMOVAL (~0ULL)
 
 static struct {
-	void *rings, *sqes;
-	size_t rings_len, sqes_len;
-	unsigned *flags, *head, *tail, *overflow, mask, overflow_seen;
-	unsigned *sq_tail, *sq_array, sq_mask;
-	const struct io_uring_cqe *cqes;
+	struct alex_uring u; /* its descriptor closed, once registered */
 	unsigned idx;    /* the registered descriptor (the owner's) */
+	unsigned overflow_seen;
 	uint64_t gen;    /* the current poll's user_data */
-	int queue;       /* what it polls */
 	int retired;     /* (atomic) not the queue's poll (yet): never quiet */
 	pid_t owner;     /* (atomic) the thread that made it; 0: gone */
 } r;
@@ -101,10 +95,7 @@ static void make_key(void)
 /* Only where the owner is gone, or in a fork()ed child (above). */
 static void drop(void)
 {
-	if (r.rings)
-		REAL(munmap)(r.rings, r.rings_len);
-	if (r.sqes)
-		REAL(munmap)(r.sqes, r.sqes_len);
+	alex_uring_unmap(&r.u);
 	memset(&r, 0, sizeof r);
 }
 
@@ -116,7 +107,7 @@ static int enter(unsigned submit, unsigned flags)
 
 static void sqe(unsigned i, uint8_t op, int fd, uint64_t addr, uint32_t len, uint64_t data)
 {
-	struct io_uring_sqe *q = (struct io_uring_sqe *)r.sqes + i;
+	struct io_uring_sqe *q = r.u.sqes + i;
 
 	memset(q, 0, sizeof *q);
 	q->opcode = op;
@@ -126,9 +117,9 @@ static void sqe(unsigned i, uint8_t op, int fd, uint64_t addr, uint32_t len, uin
 	q->user_data = data;
 	if (op == IORING_OP_POLL_ADD)
 		q->poll32_events = POLLIN;
-	unsigned t = *r.sq_tail;
-	r.sq_array[t & r.sq_mask] = i;
-	__atomic_store_n(r.sq_tail, t + 1, __ATOMIC_RELEASE);
+	unsigned t = *r.u.sq_tail;
+	r.u.sq_array[t & *r.u.sq_mask] = i;
+	__atomic_store_n(r.u.sq_tail, t + 1, __ATOMIC_RELEASE);
 }
 
 /* The owner: a new poll of queue, the old one (if any) removed.  0 or -1. */
@@ -143,43 +134,8 @@ static int arm(int queue, int remove_old)
 	if (enter(n, 0) != (int)n)
 		return -1; /* not submitted (EAGAIN, ENOMEM): tried again */
 	r.gen = old + 1;
-	r.queue = queue;
-	r.overflow_seen = __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE);
+	r.overflow_seen = __atomic_load_n(r.u.cq_overflow, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&r.retired, 0, __ATOMIC_RELEASE);
-	return 0;
-}
-
-/* The rings mapped and the descriptor registered; 0 or -1. */
-static int map(int fd, const struct io_uring_params *p)
-{
-	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
-	size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
-	struct io_uring_rsrc_update u = { .offset = -1U, .data = (uint64_t)fd };
-
-	if (!(p->features & IORING_FEAT_SINGLE_MMAP))
-		return -1;
-	r.rings_len = sq_len > cq_len ? sq_len : cq_len;
-	r.sqes_len = p->sq_entries * sizeof(struct io_uring_sqe);
-	void *m = REAL(mmap)(NULL, r.rings_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
-			     IORING_OFF_SQ_RING);
-	r.rings = m == MAP_FAILED ? NULL : m;
-	m = REAL(mmap)(NULL, r.sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
-		       IORING_OFF_SQES);
-	r.sqes = m == MAP_FAILED ? NULL : m;
-	if (!r.rings || !r.sqes ||
-	    syscall(__NR_io_uring_register, fd, IORING_REGISTER_RING_FDS, &u, 1) != 1)
-		return -1;
-	char *b = r.rings;
-	r.idx = u.offset;
-	r.flags = (unsigned *)(b + p->sq_off.flags);
-	r.sq_tail = (unsigned *)(b + p->sq_off.tail);
-	r.sq_array = (unsigned *)(b + p->sq_off.array);
-	r.sq_mask = *(unsigned *)(b + p->sq_off.ring_mask);
-	r.head = (unsigned *)(b + p->cq_off.head);
-	r.tail = (unsigned *)(b + p->cq_off.tail);
-	r.overflow = (unsigned *)(b + p->cq_off.overflow);
-	r.mask = *(unsigned *)(b + p->cq_off.ring_mask);
-	r.cqes = (const struct io_uring_cqe *)(b + p->cq_off.cqes);
 	return 0;
 }
 
@@ -191,37 +147,36 @@ static void make(int queue)
 	if (never || !alex_cfg.name_ring || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ ||
 	    pthread_once(&key_once, make_key) != 0 || never)
 		return;
-	if (!alex_io_uring_allowed()) {
-		never = 1;
-		return;
-	}
 	memset(&p, 0, sizeof p);
 	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
 		  IORING_SETUP_CQSIZE;
 	p.cq_entries = RING_CQ;
-	int fd = (int)syscall(__NR_io_uring_setup, 2, &p);
-	if (fd < 0) {
+	int err = alex_uring_open(&r.u, 2, &p);
+	if (err) {
 		/* out of memory or descriptors: perhaps later; anything else
-		 * (an older kernel, io_uring disabled): not here */
-		if ((errno != ENOMEM && errno != EMFILE && errno != ENFILE) || ++short_of >= MAX_SHORT)
+		 * (a seccomp filter, an older kernel, io_uring disabled): not
+		 * here */
+		if ((err != ENOMEM && err != EMFILE && err != ENFILE) || ++short_of >= MAX_SHORT)
 			never = 1;
 		return;
 	}
 	/* the owner now: the kernel made this thread the ring's submitter */
 	if (!me)
 		me = (pid_t)syscall(SYS_gettid);
-	int ok = map(fd, &p) == 0;
-	REAL(close)(fd); /* registered, or the ring goes with the mappings */
+	struct io_uring_rsrc_update reg = { .offset = -1U, .data = (uint64_t)r.u.fd };
+	int ok = syscall(__NR_io_uring_register, r.u.fd, IORING_REGISTER_RING_FDS, &reg, 1) == 1;
+	REAL(close)(r.u.fd); /* registered, or the ring goes with the mappings */
+	r.u.fd = -1;
 	if (!ok) {
 		drop(); /* never entered: no task of ours to signal */
 		never = 1;
 		return;
 	}
+	r.idx = reg.offset;
 	pthread_setspecific(owner_key, &r);
 	__atomic_store_n(&r.owner, me, __ATOMIC_SEQ_CST);
 	if (arm(queue, 0) != 0) {
 		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE); /* armed at the next look */
-		r.queue = queue;
 		if (++short_of >= MAX_SHORT)
 			never = 1;
 	}
@@ -231,43 +186,41 @@ void alex_ring_queue(int queue)
 {
 	int saved = errno;
 
-	if (!r.rings)
+	if (!r.u.sq)
 		make(queue);
-	else if (queue != r.queue || !__atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) {
-		r.queue = queue; /* the owner's next look moves the poll there */
+	else /* the owner's next look moves the poll there */
 		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
-	}
 	errno = saved;
 }
 
 void alex_ring_retire(void)
 {
-	if (r.rings)
+	if (r.u.sq)
 		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
 }
 
 int alex_ring_quiet(void)
 {
-	if (!r.rings || !me || __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE) != me ||
+	if (!r.u.sq || !me || __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE) != me ||
 	    __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE))
 		return 0;
-	unsigned f = __atomic_load_n(r.flags, __ATOMIC_ACQUIRE);
+	unsigned f = __atomic_load_n(r.u.sq_flags, __ATOMIC_ACQUIRE);
 	return !(f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) &&
-	       __atomic_load_n(r.tail, __ATOMIC_ACQUIRE) == *r.head &&
-	       __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE) == r.overflow_seen;
+	       __atomic_load_n(r.u.cq_tail, __ATOMIC_ACQUIRE) == *r.u.cq_head &&
+	       __atomic_load_n(r.u.cq_overflow, __ATOMIC_ACQUIRE) == r.overflow_seen;
 }
 
 void alex_ring_look(int queue)
 {
 	int saved = errno;
 
-	if (!r.rings) {
+	if (!r.u.sq) {
 		make(queue);
 	} else if (!__atomic_load_n(&r.owner, __ATOMIC_ACQUIRE)) {
 		drop(); /* its owner has exited: freeing it signals nobody */
 		make(queue);
 	} else if (r.owner == me && !never) {
-		if (!alex_io_uring_allowed()) {
+		if (!alex_uring_allowed()) {
 			never = 1; /* a filter came: the ring stays, retired */
 			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
 			errno = saved;
@@ -275,13 +228,13 @@ void alex_ring_look(int queue)
 		}
 		/* cleared before the run: work added after it sets it again,
 		 * or is run now */
-		__atomic_and_fetch(r.flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
+		__atomic_and_fetch(r.u.sq_flags, ~IORING_SQ_TASKRUN, __ATOMIC_SEQ_CST);
 		int ended = enter(0, IORING_ENTER_GETEVENTS) < 0 ||
-			    (__atomic_load_n(r.flags, __ATOMIC_ACQUIRE) & IORING_SQ_CQ_OVERFLOW) ||
-			    __atomic_load_n(r.overflow, __ATOMIC_ACQUIRE) != r.overflow_seen;
-		unsigned h = *r.head, t = __atomic_load_n(r.tail, __ATOMIC_ACQUIRE);
+			    (__atomic_load_n(r.u.sq_flags, __ATOMIC_ACQUIRE) & IORING_SQ_CQ_OVERFLOW) ||
+			    __atomic_load_n(r.u.cq_overflow, __ATOMIC_ACQUIRE) != r.overflow_seen;
+		unsigned h = *r.u.cq_head, t = __atomic_load_n(r.u.cq_tail, __ATOMIC_ACQUIRE);
 		for (; h != t; h++) {
-			const struct io_uring_cqe *c = &r.cqes[h & r.mask];
+			const struct io_uring_cqe *c = &r.u.cqes[h & *r.u.cq_mask];
 			if (c->user_data != r.gen)
 				continue; /* a removal's answer, or a removed poll's end */
 			if (c->res < 0 && c->res != -ECANCELED)
@@ -289,10 +242,10 @@ void alex_ring_look(int queue)
 			if (!(c->flags & IORING_CQE_F_MORE))
 				ended = 1;
 		}
-		__atomic_store_n(r.head, h, __ATOMIC_RELEASE);
+		__atomic_store_n(r.u.cq_head, h, __ATOMIC_RELEASE);
 		if (never)
 			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
-		else if ((ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE) || queue != r.queue) &&
+		else if ((ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) &&
 			 arm(queue, 1) != 0 && ++short_of >= MAX_SHORT)
 			never = 1;
 	}

@@ -2,7 +2,7 @@
  * sandbox.c - a program that sandboxes itself after opening its database,
  * as many servers do: a seccomp filter that kills the process at
  * io_uring_setup and lets everything else through.  ALEX must never make
- * that call then (preload/ring.c, core/io_many.c): a first version killed
+ * that call then (preload/ring.c, core/io_many.c; core/uring.c asks): a first version killed
  * such a program at its first checkpoint (the checkpoint's direct writes
  * through an io_uring) and at a stat after the thread that made the
  * inotify queue's ring had exited (review).
