@@ -220,3 +220,31 @@ ALEX_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_end(ap);
 	return traced_fcntl(fd, cmd, arg, REAL(fcntl64));
 }
+
+/* lockf sets a lock from the file's offset through libc's own fcntl, past
+ * the hook: on a database's descriptor the span lock ends first and the
+ * model is in doubt, as after any lock call that is not SQLite's (the
+ * span lock's write lock, kept between transactions, would otherwise be
+ * let go unseen). */
+static int do_lockf(int fd, int cmd, int (*real)(int, int, off64_t), off64_t len)
+{
+	struct ofd *o = alex_fd_get(fd);
+
+	if (o && o->role == ROLE_DB && cmd != F_TEST && !alex_pdb_direct(o->db)) {
+		int saved = errno;
+		alex_span_leave(o->db);
+		alex_locks_unknown(o->db);
+		errno = saved;
+	}
+	return real(fd, cmd, len);
+}
+
+ALEX_EXPORT int lockf(int fd, int cmd, off_t len)
+{
+	return do_lockf(fd, cmd, (int (*)(int, int, off64_t))REAL(lockf), len);
+}
+
+ALEX_EXPORT int lockf64(int fd, int cmd, off64_t len)
+{
+	return do_lockf(fd, cmd, REAL(lockf64), len);
+}

@@ -40,6 +40,7 @@ int pivot_root(const char *, const char *);
 #define ALEX_REAL_LIST(X)                                                                         \
 	X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)           \
 	X(__openat64_2) X(creat) X(creat64) X(close) X(dup) X(dup2) X(dup3) X(fcntl) X(fcntl64)   \
+	X(lockf) X(lockf64)                                                                      \
 	X(read) X(write) X(pread) X(pread64) X(pwrite) X(pwrite64) X(readv) X(writev) X(preadv)   \
 	X(pwritev) X(preadv64) X(pwritev64) X(preadv2) X(pwritev2) X(lseek) X(lseek64) X(stat)    \
 	X(stat64) X(fstat) X(fstat64) X(lstat) X(lstat64) X(fstatat) X(fstatat64) X(__xstat)      \

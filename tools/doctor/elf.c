@@ -20,7 +20,7 @@
 const char *const dr_hooked[] = {
 	"open", "open64", "__open_2", "__open64_2", "openat", "openat64", "__openat_2",
 	"__openat64_2", "creat", "creat64", "close", "close_range", "dup", "dup2", "dup3",
-	"fcntl", "fcntl64", "read", "write", "pread", "pread64", "pwrite", "pwrite64",
+	"fcntl", "fcntl64", "lockf", "lockf64", "read", "write", "pread", "pread64", "pwrite", "pwrite64",
 	"readv", "writev", "preadv", "pwritev", "preadv64", "pwritev64", "preadv2",
 	"pwritev2", "lseek", "lseek64", "stat", "stat64", "fstat", "fstat64", "lstat",
 	"lstat64", "fstatat", "fstatat64", "__xstat", "__xstat64", "__fxstat", "__fxstat64",
