@@ -16,9 +16,6 @@ int alex_refusing(void);
 /* A vfork()ed child shares our memory until it execs: it must not change
  * the tables. */
 int alex_vfork_child(void);
-/* Is this the process that loaded us, or a fork()ed child (its handlers
- * run)?  0 in a child made without them, or where it cannot be told. */
-int alex_same_process(void);
 /* vfork.c: set once the process has called vfork() */
 extern int alex_vforked;
 /* This process owns the tables (at start, and in a fork()ed child). */

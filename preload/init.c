@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -26,41 +25,6 @@
 static int ready;
 static pid_t owner; /* the process whose tables these are */
 
-/* A word on a page the kernel empties in every child that gets a copy of
- * this memory (MADV_WIPEONFORK, Linux 4.14): fork's handler sets it again,
- * so an empty one is a child made without the handlers (a raw clone
- * system call, _Fork), which holds none of its parent's POSIX locks and
- * shares its inotify queue.  No such page: never this process, as far
- * as its users can tell (they then ask the kernel). */
-static volatile int *self_mark;
-
-int alex_same_process(void)
-{
-	return self_mark && *self_mark;
-}
-
-static void mark_self(void)
-{
-	if (self_mark)
-		*self_mark = 1;
-}
-
-static void self_mark_init(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	void *p = REAL(mmap)(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			     -1, 0);
-
-	if (p == MAP_FAILED)
-		return;
-	if (madvise(p, (size_t)page, MADV_WIPEONFORK) != 0) {
-		REAL(munmap)(p, (size_t)page);
-		return;
-	}
-	self_mark = p;
-	mark_self();
-}
-
 void alex_owner_reset(void)
 {
 	owner = getpid();
@@ -78,14 +42,12 @@ __attribute__((constructor)) static void alex_init(void)
 
 	alex_real_init();
 	alex_owner_reset();
-	self_mark_init();
 	alex_config_load();
 	if (alex_fd_init())
 		alex_cfg.mode = ALEX_MODE_OFF;
 	alex_trace_init();
 	/* a fork()ed child owns its copies (child handlers run in this order) */
 	pthread_atfork(NULL, NULL, alex_owner_reset);
-	pthread_atfork(NULL, NULL, mark_self);
 	pthread_atfork(NULL, NULL, alex_dirsync_forked);
 	pthread_atfork(NULL, NULL, alex_flusher_forked);
 	pthread_atfork(NULL, NULL, alex_span_atfork_child);

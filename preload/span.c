@@ -38,14 +38,13 @@
  * BURST_US of the last one's end -- on a fenced file (which SQLite without
  * ALEX cannot read: a plain writer's chance at the file between bursts is
  * not taken from it), SQLite's release of everything is answered too and
- * the write lock kept (span 2).  The next transaction's first call, and
- * its EXCLUSIVE step, take it again only when a close may have cost it
- * (still_held: inotify tells of closes the hooks did not see); otherwise
- * they are answered, and a burst of transactions makes no lock call.
- * Any other call on the file ends the lingering first (the lock made as
- * it would be without it), and so does the lease, at its second tick:
- * after a burst the lock stays 2-4 ms, no longer.  A transaction after a
- * pause releases as SQLite asks.
+ * the write lock kept (span 2): the next transaction's
+ * first call takes it again, a call that still meets any lock lost unseen
+ * and anything another process took meanwhile, and the release costs no
+ * call.  Any other call on the file ends the lingering first (the lock
+ * made as it would be without it), and so does the lease, at its second
+ * tick: after a burst the lock stays 2-4 ms, no longer.  A transaction
+ * after a pause releases as SQLite asks.
  *
  * The span's state is changed by SQLite's lock calls, by the lease and by
  * closes, one at a time (span_mu); SQLite's own calls come one at a time
@@ -67,7 +66,6 @@
 #include "sqlite_locks.h"
 #include "stats.h"
 #include "trace.h"
-#include "watch.h"
 
 enum { NONE = ALEX_HELD_NONE, READ = ALEX_HELD_READ, WRITE = ALEX_HELD_WRITE };
 enum { SPAN_NONE = 0, SPAN_HELD = 1, SPAN_LINGER = 2 };
@@ -320,55 +318,10 @@ static int may_enter(struct pdb *db)
 
 /* The span lock instead of SQLite's first call, if it is granted: 1 taken
  * (the call answered). */
-/*
- * The write lock taken by a call, the close watch looked at first
- * (watch.c: alex_watch_closes): 0, or the error the call met.  Taken,
- * span_watch says from when the kernel's word on closes counts.
- */
-static int take(struct pdb *db, int fd, int (*real)(int, int, ...))
-{
-	uint64_t g;
-	int watched = alex_watch_closes(db, fd, &g), err = all(fd, F_WRLCK, real);
-
-	db->span_watch = !err && watched ? g : 0;
-	return err;
-}
-
-/*
- * Is the write lock, taken by a call since span_watch was read, held
- * still?  ALEX lets it go only by ending the span, and the hooks end it at
- * every close and copy they see; what they do not see is a close made past
- * them (a raw system call, or libc's own internal calls), which drops
- * every POSIX lock of the process on the file.  The kernel queues a close
- * event on the file's watch before such a close returns when it ends an
- * open file description: none since span_watch, no close (but one of a
- * duplicate the hooks never saw made: libalex(7)).  Then SQLite's next
- * call is answered without taking the lock again.
- */
-static int still_held(struct pdb *db, int fd)
-{
-	uint64_t g;
-
-	return db->span_watch && alex_watch_closes(db, fd, &g) && g == db->span_watch;
-}
-
-/* SQLite's first call answered: the span begins */
-static void begun(struct pdb *db, int *r)
-{
-	struct alex_held *h = &db->held;
-
-	ALEX_COUNT(span_locks, 1);
-	db->span_burst = alex_now_ns() - db->span_end_ns < BURST_US * 1000u;
-	h->span = SPAN_HELD;
-	h->pending = READ;
-	db->span_gen++;
-	lease_kick();
-	*r = 0;
-}
-
 static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
 {
-	int err = take(db, fd, real);
+	struct alex_held *h = &db->held;
+	int err = all(fd, F_WRLCK, real);
 
 	if (err) {
 		/* another process holds a lock: SQLite's own calls, and
@@ -378,7 +331,13 @@ static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
 		ALEX_COUNT(span_refused, 1);
 		return 0;
 	}
-	begun(db, r);
+	ALEX_COUNT(span_locks, 1);
+	db->span_burst = alex_now_ns() - db->span_end_ns < BURST_US * 1000u;
+	h->span = SPAN_HELD;
+	h->pending = READ;
+	db->span_gen++;
+	lease_kick();
+	*r = 0;
 	return 1;
 }
 
@@ -464,7 +423,7 @@ static int in_span(struct pdb *db, int fd, int cmd, struct flock *l, int linger,
 		 * refusal here held nothing, and another process's last close
 		 * removed the log under the open transaction: regress.sh
 		 * span-lock-lost) */
-		if (!still_held(db, fd) && take(db, fd, real) != 0) {
+		if (all(fd, F_WRLCK, real) != 0) {
 			leave(h, fd, real);
 			return 0;
 		}
@@ -503,11 +462,6 @@ static int lingering(struct pdb *db, int fd, int cmd, int again, int (*real)(int
 	if (cmd == F_GETLK)
 		return -1;
 	db->held.span = SPAN_NONE;
-	if (again && still_held(db, fd)) {
-		ALEX_COUNT(span_kept, 1);
-		begun(db, r);
-		return 1;
-	}
 	if (again && enter(db, fd, real, r))
 		return 1;
 	unlinger(db, fd, real); /* refused: what is left of it goes */

@@ -129,10 +129,6 @@ struct pdb {
 	unsigned span_seen;  /* ... and the one the lease saw last (span.c) */
 	uint64_t span_end_ns; /* when the last span ended (monotonic) ... */
 	int span_burst;      /* ... and this one began soon after: it lingers */
-	uint64_t span_watch; /* the close watch's generation before the span's
-				write lock was last taken by a call; 0 none */
-	unsigned close_watch; /* the inotify queue that watches the file for
-				 closes (watch.c: alex_watch_closes) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
 				lock bytes to merge (staging.c), +2 each time:

@@ -21,7 +21,6 @@ struct alex_pstats {
 	uint64_t span_refused;         /* ... the lock refused: another process holds one */
 	uint64_t span_leases;          /* ... a span outlived the write lock's lease */
 	uint64_t span_lingers;         /* ... its release answered: the lock lingers */
-	uint64_t span_kept;            /* ... and kept at the next span: no close seen */
 	uint64_t name_answers;         /* stats of a database by name from memory (watch.c) */
 	uint64_t name_takes;           /* ... and taken from the kernel, to be kept */
 };

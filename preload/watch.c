@@ -32,13 +32,10 @@
  * fstat of a descriptor of the database is answered from the same kept
  * stat: the same inode (hooks_stat.c).
  *
- * The same queue tells the span lock of closes of the database file
- * (alex_watch_closes).
- *
  * Not seen: a file system mounted over a directory of the path (no event);
- * credentials or root changed by raw system calls.  A child made by a raw
- * clone system call or _Fork shares the queue without our fork handlers:
- * it never reads it (alex_same_process) and asks the kernel.  The answer is
+ * credentials or root changed by raw system calls; a child made by a raw
+ * clone system call or _Fork, which shares the queue without our fork
+ * handlers and may read its events (libalex(7)).  The answer is
  * kept only for the canonical name (no symbolic link on the way, pdb.c)
  * and while it names the database's own inode.
  */
@@ -46,7 +43,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -87,7 +83,6 @@ static struct alex_kept_check wcheck;
 static uint64_t gen = 1; /* (atomic) changes seen; an answer kept at an older one is stale */
 static int behind;       /* events were left in the queue: look with FIONREAD */
 static int wclosed;      /* (atomic) the hooks saw the queue's number closed or reused */
-static unsigned made;    /* queues made: a file's close watch is on the one of its count */
 
 /* Under mu: the queue made, or -1. */
 static int make(void)
@@ -109,7 +104,6 @@ static int make(void)
 	}
 	wdev = st.st_dev;
 	wino = st.st_ino;
-	made++;
 	alex_kept_fresh(&wcheck);
 	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
 	__atomic_store_n(&wclosed, 0, __ATOMIC_RELEASE);
@@ -258,8 +252,7 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 {
 	int saved = errno, done = 0;
 
-	/* a child without fork's handlers shares the queue: not its to read */
-	if (!alex_cfg.name_watch || alex_vfork_child() || !alex_same_process())
+	if (!alex_cfg.name_watch || alex_vfork_child())
 		return 0;
 	alex_mutex_lock(&mu);
 	if ((wfd >= 0 || (wfd == -1 && make() == 0)) && drain() >= 0) {
@@ -275,33 +268,6 @@ int alex_watch_stat(struct pdb *db, struct stat64 *st)
 	alex_mutex_unlock(&mu);
 	errno = saved;
 	return done;
-}
-
-int alex_watch_closes(struct pdb *db, int fd, uint64_t *g)
-{
-	char link[32];
-	int saved = errno, ok = 0;
-
-	if (!alex_cfg.name_watch || alex_vfork_child() || !alex_same_process())
-		return 0;
-	alex_mutex_lock(&mu);
-	if (wfd >= 0 || (wfd == -1 && make() == 0)) {
-		/* the inode fd has open, whatever its name has become; added
-		 * to the name's watch of the same inode, if any */
-		if (db->close_watch != made) {
-			snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-			if (inotify_add_watch(wfd, link, IN_CLOSE | IN_MASK_ADD) >= 0)
-				db->close_watch = made;
-		}
-		/* set before the look: a close after it is queued */
-		if (db->close_watch == made && drain() >= 0 && !behind && wfd >= 0) {
-			*g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
-			ok = 1;
-		}
-	}
-	alex_mutex_unlock(&mu);
-	errno = saved;
-	return ok;
 }
 
 static void before_fork(void)

@@ -3,7 +3,6 @@
 #ifndef ALEX_PRELOAD_WATCH_H
 #define ALEX_PRELOAD_WATCH_H
 
-#include <stdint.h>
 #include <sys/stat.h>
 
 struct pdb;
@@ -12,14 +11,6 @@ struct pdb;
  * answer, as kept or taken now), 0 when the caller must ask the kernel.
  * errno is left as it was. */
 int alex_watch_stat(struct pdb *db, struct stat64 *st);
-
-/* The span lock's look for closes (span.c).  db's file is watched for
- * closes through fd, a descriptor of it, from the first call on: 1 with *g
- * the queue's generation, read with the queue found empty; 0 when the
- * watch cannot say (no inotify, no /proc, the queue lost, a vfork()ed
- * child).  Any event since moves the generation on: the same *g later
- * means no close ended an open file description of the file meanwhile. */
-int alex_watch_closes(struct pdb *db, int fd, uint64_t *g);
 
 /* Every kept answer forgotten: the process's credentials or root changed
  * (hooks_cred.c).  No lock: a vfork()ed child may call it. */

@@ -568,10 +568,7 @@ x("pragma journal_mode=memory"); x("pragma synchronous=off")
 x("create table t(x)")
 for i in range(20): x("insert into t values(?)", (i,))
 print(x("select count(*) from t").fetchone()[0])'
-# The span lock's EXCLUSIVE step makes a call only where a close may have
-# cost it the lock (span.c: still_held); with the close watch off it
-# always does, and the step shows in the trace.
-downgrade_order commit-before-downgrade 20 "$downgrade_sql" ALEX_NAME_WATCH=0
+downgrade_order commit-before-downgrade 20 "$downgrade_sql"
 downgrade_order commit-before-downgrade-no-span 20 "$downgrade_sql" ALEX_SPAN_LOCK=0
 
 # The same rule after a descriptor of the database was closed behind the
@@ -580,7 +577,7 @@ downgrade_order commit-before-downgrade-no-span 20 "$downgrade_sql" ALEX_SPAN_LO
 # EXCLUSIVE transaction: the model must not forget the locks SQLite took
 # since (it wiped them once, and the lowering then skipped the commit;
 # found in review).
-late_close_sql='
+downgrade_order late-close-downgrade 10 '
 import ctypes, os, sqlite3, sys
 d = sys.argv[1]
 c = sqlite3.connect(d + "/x.db", isolation_level=None)
@@ -594,7 +591,6 @@ for i in range(10):
     other = os.open(d + "/other", os.O_RDWR | os.O_CREAT, 0o644)  # the number again
     c.execute("commit"); os.close(other)
 print(c.execute("select count(*) from t").fetchone()[0])'
-downgrade_order late-close-downgrade 10 "$late_close_sql" ALEX_NAME_WATCH=0
 
 # The span lock (locks.c) is taken by a process alone with the database:
 # at every transaction of a process alone past its first 8 (SPAN_WARM); at none while another process
@@ -689,41 +685,6 @@ active = c.in_transaction
 if active:
     c.execute("commit")
 print(first, active, c.execute("select group_concat(x) from t").fetchone()[0])'
-
-# The span lock kept between the transactions of a burst is taken again
-# by a call only when something may have let it go (span.c: still_held).
-# A close past the hooks (raw system calls) ends an open file description
-# of the file, which inotify tells; libc's lockf locks through its own
-# fcntl, past the hook, and is hooked itself.  Either drops the lock the
-# burst kept; the next transaction (a read, held open) must hold a real
-# lock again, which a program without ALEX, asking for a write lock on the
-# SHARED range at once, meets.  Without the look it held nothing there.
-span_kept_sql='
-import ctypes, os, sqlite3, subprocess, sys
-d, how = sys.argv[1], sys.argv[2]
-db = d + "/x.db"
-c = sqlite3.connect(db, isolation_level=None)
-c.execute("create table t(x)")
-P = "import fcntl, os, struct, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\nprint(\"ready\", flush=True)\nsys.stdin.readline()\nl = struct.pack(\"hhqqi4x\", fcntl.F_WRLCK, 0, 1073741826, 510, 0)\ntry:\n    fcntl.fcntl(fd, fcntl.F_SETLK, l); print(\"free\", flush=True)\nexcept OSError: print(\"held\", flush=True)"
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-p = subprocess.Popen([sys.executable, "-c", P, db], env=plain, stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, text=True)
-assert p.stdout.readline().strip() == "ready"
-libc = ctypes.CDLL(None, use_errno=True)
-mine = os.open(db, os.O_RDWR)  # tracked: a database descriptor of the program
-for i in range(40): c.execute("insert into t values(?)", (i,))
-if how == "raw-close":
-    fd = libc.syscall(257, -100, db.encode(), os.O_RDONLY)  # SYS_openat, past the hooks
-    libc.syscall(3, fd)  # SYS_close
-else:
-    assert libc.lockf(mine, 0, ctypes.c_long(0)) == 0  # F_ULOCK of the whole file
-c.execute("begin"); c.execute("select count(*) from t").fetchall()
-p.stdin.write("go\n"); p.stdin.flush()
-got = p.stdout.readline().strip()
-c.execute("commit"); p.wait(); os.close(mine)
-print(got, c.execute("select count(*) from t").fetchone()[0])'
-scenario span-kept-raw-close "held 40" "$span_kept_sql" raw-close
-scenario span-kept-lockf "held 40" "$span_kept_sql" lockf
 
 # A reader of another process while a process alone holds a read
 # transaction open under the span lock: it reads (SQLite lets two readers
@@ -1154,16 +1115,6 @@ for how in plain host eintr steal; do
 	out=$(LD_PRELOAD=$lib timeout 120 "$B/tests/ringbell" "$d" 200 $how 2>&1 | tail -n 1)
 	if [ "$out" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ringbell $how: got '$out'"; fi
 done
-
-# A child made by a raw clone system call while its parent's span lock
-# lingers (rawclone.c): its copy of ALEX's state says the lock is held,
-# the kernel says it is the parent's.  Its first transaction meets the
-# parent's lock (SQLite's busy), not a lock it answered itself; the
-# parent's rows stay as they were.
-d=$tmp/rawclone
-mkdir -p "$d"
-out=$(LD_PRELOAD=$lib timeout -s KILL 60 "$B/tests/rawclone" "$d" 2>&1 | tail -n 1)
-if [ "$out" = "child busy rows 100" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL rawclone: got '$out'"; fi
 
 # fstat of a descriptor of the database is answered as its name is (the
 # same inode: watch.c): what another program does to the file shows as it

@@ -57,14 +57,10 @@ else
 	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
 fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
-# sqlite3 shell): the difference of a 400- and a 200-insert run.  3.13:
-# SQLite's locks in no call under the span lock in a burst (span.c: in a
-# burst its release is answered and the lock lingers to the next
-# transaction, and neither that transaction's first call nor its
-# EXCLUSIVE takes it again while the inotify queue tells of no close of
-# the file; ALEX_NAME_WATCH=0 below: 8.13, these calls and the stats by
-# name made), the presence
-# query at one span in 8,
+# sqlite3 shell): the difference of a 400- and a 200-insert run.  5.14:
+# SQLite's locks in 2 calls under the span lock (span.c: the lock, and
+# again for EXCLUSIVE; in a burst its release is answered and the lock
+# lingers to the next transaction; the presence query at one span in 8,
 # its descriptor fstat'ed only after the hooks met its number or at one
 # query in 64: pdb.h), getpid and geteuid, ALEX's record pwrite, and the
 # background syncs and log growth (0.08).  SQLite's fstat of the file and
@@ -94,7 +90,7 @@ calls() { # N [VAR=VALUE]: total system calls of N inserts
 		-E LD_PRELOAD="$B/libalex.so" sqlite3 "$tmp/calls.db" <"$tmp/calls.sql" >/dev/null
 	calls_of "$tmp/calls.c"
 }
-for case in "350 " "1150 ALEX_SPAN_LOCK=0" "850 ALEX_NAME_RING=0" "850 ALEX_NAME_WATCH=0"; do
+for case in "550 " "1150 ALEX_SPAN_LOCK=0" "850 ALEX_NAME_RING=0"; do
 	limit=${case%% *} set=${case#* }
 	a=$(calls 200 "$set") b=$(calls 400 "$set")
 	per=$(( (b - a) * 100 / 200 ))
@@ -119,10 +115,9 @@ a=$(stats_by_name 200) b=$(stats_by_name 400)
 printf 'strace: stats of the database by name for 200 more inserts: %d (%d, %d)\n' $((b - a)) "$a" "$b"
 if [ $((b - a)) -le 10 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the database's name stat'ed in steady state"; fi
 
-# The same for a point SELECT, with 50 rows in the log (1.13: SQLite's
-# SHARED lock and its release in no call under the span lock kept in a
-# burst, 1 when it is taken again, 3 without it; and the shell's write of
-# the result -- its fstat answered from memory
+# The same for a point SELECT, with 50 rows in the log (2.13: SQLite's
+# SHARED lock and its release in 1 call under the span lock, 3 without,
+# and the shell's write of the result -- its fstat answered from memory
 # with the ring's look at the inotify queue; 9.0 without ALEX, where
 # SQLite also stats the journal and the WAL and preads the change counter,
 # which ALEX serves from memory, and takes SHARED in 4 calls).
@@ -150,7 +145,7 @@ per_select() { # [plain]: hundredths of a call per point SELECT, under ALEX and 
 read -r sel plain <<<"$(per_select)"
 printf 'strace: system calls per point SELECT: %d.%02d under ALEX, %d.%02d without\n' \
 	$((sel / 100)) $((sel % 100)) $((plain / 100)) $((plain % 100))
-if [ "$sel" -lt "$plain" ] && [ "$sel" -le 150 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT costs more than 1.5 system calls under ALEX, or more than without"; fi
+if [ "$sel" -lt "$plain" ] && [ "$sel" -le 250 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL a point SELECT costs more than 2.5 system calls under ALEX, or more than without"; fi
 
 # The same on a database no ALEX process has written, as a program that
 # only reads finds it (no log: nothing is fenced, a program without ALEX
