@@ -148,13 +148,17 @@ $(B)/tests/ringbell: tests/preload/ringbell.c | $(B)/tests
 $(B)/tests/sandbox: tests/preload/sandbox.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3 -lpthread
 
+# regress.sh's failing io_uring_enter, loaded in front of libalex.so
+$(B)/tests/ringfail.so: tests/preload/ringfail.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) -shared $< -o $@ -ldl
+
 # multiproc.sh's race amplifier (MULTIPROC_PRELOAD), loaded in front of libalex.so
 $(B)/tests/lockgap.so: tests/preload/lockgap.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) -shared $< -o $@ -ldl
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
 	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach $(B)/tests/fdchurn \
-	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/lockgap.so
+	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/ringfail.so $(B)/tests/lockgap.so
 
 # Every test of check and check-preload runs through tests/run-test, which
 # appends one line to CHECK_RESULTS: "pass NAME", "fail NAME exit N" or

@@ -33,9 +33,12 @@
  * number of ours for a program to close or reuse.  When the queue changes
  * (the program closed it: watch.c makes another) the ring is retired --
  * never quiet -- until the owner's next look moves the poll to the new
- * queue; a poll that ended is armed again the same way.  Each poll carries
- * a generation in its user_data, so the end of a removed one is not taken
- * for the end of the current one.
+ * queue; a poll that ended is armed again the same way, and while that
+ * fails (the look's enter refused: EINTR, EAGAIN) the ring stays retired,
+ * or a poll whose work never ran would leave it "quiet" for good (review;
+ * tests/preload/ringfail.c).  Each poll carries a generation in its
+ * user_data, so the end of a removed one is not taken for the end of the
+ * current one.
  *
  * Never under a seccomp filter of the calling thread, asked before every
  * io_uring call (core/uring.c: a filter may come at any time, and one
@@ -243,11 +246,17 @@ void alex_ring_look(int queue)
 				ended = 1;
 		}
 		__atomic_store_n(r.u.cq_head, h, __ATOMIC_RELEASE);
+		if (!never && (ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) &&
+		    arm(queue, 1) != 0) {
+			/* no poll of the queue now, or one whose work never
+			 * runs: never quiet until a later look arms one (it
+			 * said "quiet" for good: review) */
+			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
+			if (++short_of >= MAX_SHORT)
+				never = 1;
+		}
 		if (never)
 			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
-		else if ((ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) &&
-			 arm(queue, 1) != 0 && ++short_of >= MAX_SHORT)
-			never = 1;
 	}
 	errno = saved;
 }

@@ -1116,6 +1116,15 @@ for how in plain host eintr steal; do
 	if [ "$out" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ringbell $how: got '$out'"; fi
 done
 
+# The ring's first look and its re-arm fail (ringfail.so: EINTR): no poll
+# of the queue is left, and the ring must not say "quiet" until one is
+# armed again -- it said so for good, and every stat after was answered
+# as kept (review).
+d=$tmp/ringfail
+mkdir -p "$d"
+out=$(LD_PRELOAD="$B/tests/ringfail.so $lib" timeout 120 "$B/tests/ringbell" "$d" 200 plain 2>&1 | tail -n 1)
+if [ "$out" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ringbell under ringfail.so: got '$out'"; fi
+
 # fstat of a descriptor of the database is answered as its name is (the
 # same inode: watch.c): what another program does to the file shows as it
 # does without ALEX -- the mode, the times, the links, and the size after
