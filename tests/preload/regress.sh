@@ -686,6 +686,25 @@ if active:
     c.execute("commit")
 print(first, active, c.execute("select group_concat(x) from t").fetchone()[0])'
 
+# A program without ALEX, started before the scenario and woken by a line
+# on its stdin: it asks at once for a lock of type LOCK on SQLite's SHARED
+# range, prints YES or NO (taken or refused), and holds it until its
+# stdin ends.
+span_prober='
+import ctypes, fcntl, os, sqlite3, struct, subprocess, sys
+def prober(db, lock, yes, no):
+    P = ("import fcntl, os, struct, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+         "print(\"ready\", flush=True)\nsys.stdin.readline()\n"
+         "l = struct.pack(\"hhqqi4x\", %d, 0, 1073741826, 510, 0)\n"
+         "try:\n    fcntl.fcntl(fd, fcntl.F_SETLK, l); print(\"%s\", flush=True)\n"
+         "except OSError: print(\"%s\", flush=True)\nsys.stdin.read()" % (lock, yes, no))
+    plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.Popen([sys.executable, "-c", P, db], env=plain, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+'
+
 # The span lock lost between the transactions of a burst, where the hooks
 # cannot see it: a close past them (raw system calls; one of a
 # description that lives on in a mapping), and calls through a descriptor
@@ -697,17 +716,12 @@ print(first, active, c.execute("select group_concat(x) from t").fetchone()[0])'
 # ("held").  A span kept without a call while no close event came
 # answered "free" to all but the first (docs/LOCKS.md, thirty-fifth
 # session; a review's scripts).
-span_lost_sql='
-import ctypes, fcntl, os, sqlite3, struct, subprocess, sys
+span_lost_sql=$span_prober'
 d, how = sys.argv[1], sys.argv[2]
 db = d + "/x.db"
 c = sqlite3.connect(db, isolation_level=None)
 c.execute("create table t(x)")
-P = "import fcntl, os, struct, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\nprint(\"ready\", flush=True)\nsys.stdin.readline()\nl = struct.pack(\"hhqqi4x\", fcntl.F_WRLCK, 0, 1073741826, 510, 0)\ntry:\n    fcntl.fcntl(fd, fcntl.F_SETLK, l); print(\"free\", flush=True)\nexcept OSError: print(\"held\", flush=True)"
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-p = subprocess.Popen([sys.executable, "-c", P, db], env=plain, stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, text=True)
-assert p.stdout.readline().strip() == "ready"
+p = prober(db, fcntl.F_WRLCK, "free", "held")
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -732,7 +746,7 @@ elif how == "alias-dup-close":
 c.execute("begin"); c.execute("select count(*) from t").fetchall()
 p.stdin.write("go\n"); p.stdin.flush()
 got = p.stdout.readline().strip()
-c.execute("commit"); p.wait()
+p.stdin.close(); p.wait(); c.execute("commit")
 print(got, c.execute("select count(*) from t").fetchone()[0])'
 for how in raw-close raw-mmap alias-unlock alias-lockf alias-dup-close; do
 	scenario "span-lost-$how" "held 40" "$span_lost_sql" $how
@@ -742,17 +756,12 @@ done
 # one copy: no event), a reader of another process coming in: the commit
 # must meet the reader, as SQLite's own EXCLUSIVE call does (busy), and
 # commit after it.  Answered from memory it committed beside the reader.
-scenario span-lost-exclusive "reader reading commit busy 41" '
-import ctypes, os, sqlite3, subprocess, sys
+scenario span-lost-exclusive "reader reading commit busy 41" "$span_prober"'
 d = sys.argv[1]
 db = d + "/x.db"
 c = sqlite3.connect(db, isolation_level=None, timeout=0)
 c.execute("create table t(x)")
-P = "import fcntl, os, struct, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\nprint(\"ready\", flush=True)\nsys.stdin.readline()\nl = struct.pack(\"hhqqi4x\", fcntl.F_RDLCK, 0, 1073741826, 510, 0)\ntry:\n    fcntl.fcntl(fd, fcntl.F_SETLK, l); print(\"reading\", flush=True)\nexcept OSError: print(\"refused\", flush=True)\nsys.stdin.readline()"
-plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-p = subprocess.Popen([sys.executable, "-c", P, db], env=plain, stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, text=True)
-assert p.stdout.readline().strip() == "ready"
+p = prober(db, fcntl.F_RDLCK, "reading", "refused")
 libc = ctypes.CDLL(None, use_errno=True)
 for i in range(40): c.execute("insert into t values(?)", (i,))
 c.execute("begin immediate"); c.execute("insert into t values(500)")
@@ -765,7 +774,7 @@ try:
     c.execute("commit"); w = "committed"
 except sqlite3.OperationalError:
     w = "busy"
-p.stdin.write("end\n"); p.stdin.flush(); p.wait()
+p.stdin.close(); p.wait()
 if c.in_transaction: c.execute("commit")
 print("reader", r, "commit", w, c.execute("select count(*) from t").fetchone()[0])'
 
