@@ -39,15 +39,6 @@ static int quiet(const alex_db *below)
 	       below->base_stamp == below->nolog_stamp;
 }
 
-/* below's epoch says no process has staged a commit over it: STAGED is
- * set, and published, before a staging log's first record (io_over.c:
- * prepare), and stays for the epoch */
-static int unstaged(const alex_db *below)
-{
-	return below->log_fd >= 0 && !below->log_stub && below->epoch_live &&
-	       !(below->hdr.flags & ALEX_HDR_STAGED);
-}
-
 /*
  * Catches up with the log as other engines left it.  The log may have been
  * made or removed (the last engine of a process that checkpointed at its
@@ -84,19 +75,15 @@ static int reload_once(alex_db *db, int force, int may_abort)
 	/* The same for a staging engine, looked at right after below (merge.c):
 	 * a process that staged a commit since this engine found no staging
 	 * log fenced below first (io_over.c: prepare), and the mark changed
-	 * the file below found quiet just now -- or, below having a log, its
-	 * epoch says STAGED, which it does not (the commits that went below
-	 * directly on a file system short of space: an faccessat per catch-up
-	 * before).  One made and still empty is met when this engine makes
-	 * its own (alex_log_begin_epoch: EEXIST). */
-	if (!force && below && db->log_fd < 0 && db->nolog_seen &&
-	    ((quiet(below) && db->nolog_stamp == below->base_stamp) || unstaged(below)))
+	 * the file below found quiet just now.  One made and still empty is
+	 * met when this engine makes its own (alex_log_begin_epoch: EEXIST). */
+	if (!force && below && db->log_fd < 0 && quiet(below) && db->nolog_seen &&
+	    db->nolog_stamp == below->base_stamp)
 		return 0;
 	int none = db->log_fd < 0;
 	if ((err = alex_log_changed(db, &changed)))
 		return err;
-	db->nolog_seen =
-		(probed || (below && none && (quiet(below) || unstaged(below)))) && !changed;
+	db->nolog_seen = (probed || (below && none && quiet(below))) && !changed;
 	db->nolog_stamp = below ? below->base_stamp : db->base_stamp;
 	if (changed && (err = alex_log_reopen(db)))
 		return err;

@@ -115,33 +115,5 @@ LD_PRELOAD=$B/libalex.so sqlite3 "$m/full.db" "select count(*) from t" >/dev/nul
 t "filler: plain SQLite after the last close" \
 	'[ "$(sqlite3 "$m/full.db" "select count(*) from t; pragma integrity_check" | tr "\n" " ")" = "$acked ok " ]' "$out"
 umount "$m"
-
-# A file system short of space in NORMAL mode routes commits below, and
-# the staging engine never makes its log: each catch-up asked for the
-# staging log's name again (a faccessat per transaction, 2.18 system calls
-# per point SELECT against 1.15), which below's epoch, not STAGED, answers
-# (core/refresh.c: unstaged).  System calls per point SELECT of 50 rows,
-# the difference of a 3 000- and a 1 000-select run, on a 12 MiB tmpfs.
-if [ "${ALEX_SYNC:-}" = normal ] && [ "${ALEX_STAGE:-1}" != 0 ] && command -v strace >/dev/null; then
-	m=$root/mshort
-	mkdir -p "$m"
-	mount -t tmpfs -o size=12m tmpfs "$m"
-	selects() { # N: total system calls of 50 inserts and N point selects
-		rm -f "$m"/sel.db*
-		python3 - "$m/sel.db" "$1" >"$m/sel.py" <<'PY'
-import sys
-print("import sqlite3\nc = sqlite3.connect(%r, isolation_level=None)" % sys.argv[1])
-print("c.execute('create table t(id integer primary key, v blob)')")
-print("for i in range(50): c.execute('insert into t(v) values(randomblob(100))')")
-print("for i in range(%d): c.execute('select length(v) from t where id = ?', (1 + i %% 50,)).fetchall()" % int(sys.argv[2]))
-PY
-		ALEX_SYNC_MS=60000 strace -f -c -o "$m/sel.c" -E LD_PRELOAD="$B/libalex.so" python3 "$m/sel.py" 2>/dev/null
-		awk '$NF == "total" { t = $4 } $NF == "futex" { f = $4 } END { print t - f }' "$m/sel.c"
-	}
-	a=$(selects 1000) b=$(selects 3000)
-	per=$(( (b - a) * 100 / 2000 ))
-	t "short: a point SELECT makes at most 1.5 system calls (made $((per / 100)).$((per % 100)))" '[ "$per" -le 150 ]' "$a $b"
-	umount "$m"
-fi
 echo "space: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
