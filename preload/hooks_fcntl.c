@@ -226,7 +226,7 @@ ALEX_EXPORT int fcntl64(int fd, int cmd, ...)
  * model is in doubt, as after any lock call that is not SQLite's (the
  * span lock's write lock, kept between transactions, would otherwise be
  * let go unseen). */
-static int do_lockf(int fd, int cmd, int (*real)(int, int, off64_t), off64_t len)
+static void before_lockf(int fd, int cmd)
 {
 	struct ofd *o = alex_fd_get(fd);
 
@@ -236,15 +236,16 @@ static int do_lockf(int fd, int cmd, int (*real)(int, int, off64_t), off64_t len
 		alex_locks_unknown(o->db);
 		errno = saved;
 	}
-	return real(fd, cmd, len);
 }
 
 ALEX_EXPORT int lockf(int fd, int cmd, off_t len)
 {
-	return do_lockf(fd, cmd, (int (*)(int, int, off64_t))REAL(lockf), len);
+	before_lockf(fd, cmd);
+	return REAL(lockf)(fd, cmd, len);
 }
 
 ALEX_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
-	return do_lockf(fd, cmd, REAL(lockf64), len);
+	before_lockf(fd, cmd);
+	return REAL(lockf64)(fd, cmd, len);
 }

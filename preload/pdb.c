@@ -19,9 +19,9 @@
 #include "match.h"
 #include "pdb.h"
 #include "real.h"
-#include "watch.h"
 #include "serve.h"
 #include "stats.h"
+#include "watch.h"
 
 /* life: held while an engine is made or closed, so that a thread opening
  * the database cannot race the last close of it (which checkpoints and

@@ -142,6 +142,18 @@ static int arm(int queue, int remove_old)
 	return 0;
 }
 
+/* The owner: arm, or stay retired -- never quiet -- until a later look
+ * arms a poll (a ring left with no poll whose work runs said "quiet" for
+ * good: review); after MAX_SHORT refusals, never. */
+static void rearm(int queue, int remove_old)
+{
+	if (arm(queue, remove_old) == 0)
+		return;
+	__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
+	if (++short_of >= MAX_SHORT)
+		never = 1;
+}
+
 /* A new ring, this thread its owner, polling queue. */
 static void make(int queue)
 {
@@ -178,11 +190,7 @@ static void make(int queue)
 	r.idx = reg.offset;
 	pthread_setspecific(owner_key, &r);
 	__atomic_store_n(&r.owner, me, __ATOMIC_SEQ_CST);
-	if (arm(queue, 0) != 0) {
-		__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE); /* armed at the next look */
-		if (++short_of >= MAX_SHORT)
-			never = 1;
-	}
+	rearm(queue, 0);
 }
 
 void alex_ring_queue(int queue)
@@ -246,15 +254,8 @@ void alex_ring_look(int queue)
 				ended = 1;
 		}
 		__atomic_store_n(r.u.cq_head, h, __ATOMIC_RELEASE);
-		if (!never && (ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)) &&
-		    arm(queue, 1) != 0) {
-			/* no poll of the queue now, or one whose work never
-			 * runs: never quiet until a later look arms one (it
-			 * said "quiet" for good: review) */
-			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
-			if (++short_of >= MAX_SHORT)
-				never = 1;
-		}
+		if (!never && (ended || __atomic_load_n(&r.retired, __ATOMIC_ACQUIRE)))
+			rearm(queue, 1);
 		if (never)
 			__atomic_store_n(&r.retired, 1, __ATOMIC_RELEASE);
 	}
