@@ -37,10 +37,6 @@ int alex_close_hook(int fd)
 		alex_kept_met(fd); /* a number of ours let go? (pdb.h) */
 	int rc = kept ? 0 : REAL(close)(fd), saved = errno;
 
-	/* a span lock taken by another thread since alex_locks_gone went
-	 * with the close too */
-	if (o && o->role == ROLE_DB && !kept)
-		alex_locks_closed(o->db);
 	if (o)
 		alex_ofd_put(o); /* the last one closes the engine, checkpointing */
 	errno = saved;

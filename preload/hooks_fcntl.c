@@ -125,8 +125,14 @@ static int do_fcntl(struct ofd *o, int fd, int cmd, void *arg, int (*real)(int, 
 
 	/* in WAL mode the file is SQLite's own: its locks mark nothing of
 	 * ours, and go to the kernel as SQLite makes them */
-	if (o && o->role == ROLE_DB && o->db->held.span && alex_pdb_direct(o->db))
-		alex_span_leave(o->db);
+	if (o && o->role == ROLE_DB && o->db->held.span && alex_pdb_direct(o->db) &&
+	    alex_span_leave(o->db) && lock_call(cmd, arg)) {
+		/* SQLite holds a write lock on the span's description: its
+		 * calls are made there until it lets go */
+		int how = alex_span_call(o->db, fd, cmd, arg, 0, real, &r);
+		if (how > 0)
+			return r;
+	}
 	if (!o || o->role != ROLE_DB || alex_pdb_direct(o->db)) {
 		r = real(fd, cmd, arg);
 		if (r >= 0 && o && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
@@ -226,26 +232,31 @@ ALEX_EXPORT int fcntl64(int fd, int cmd, ...)
  * model is in doubt, as after any lock call that is not SQLite's (the
  * span lock's write lock, kept between transactions, would otherwise be
  * let go unseen). */
-static void before_lockf(int fd, int cmd)
+static int before_lockf(int fd, int cmd)
 {
 	struct ofd *o = alex_fd_get(fd);
 
 	if (o && o->role == ROLE_DB && cmd != F_TEST && !alex_pdb_direct(o->db)) {
 		int saved = errno;
-		alex_span_leave(o->db);
+		if (alex_span_leave(o->db) && cmd != F_ULOCK) {
+			/* SQLite holds a write lock on the span's description,
+			 * which would refuse this process's own lock: refused
+			 * as another owner's would, never left to wait */
+			errno = cmd == F_LOCK ? EDEADLK : EAGAIN;
+			return -1;
+		}
 		alex_locks_unknown(o->db);
 		errno = saved;
 	}
+	return 0;
 }
 
 ALEX_EXPORT int lockf(int fd, int cmd, off_t len)
 {
-	before_lockf(fd, cmd);
-	return REAL(lockf)(fd, cmd, len);
+	return before_lockf(fd, cmd) ? -1 : REAL(lockf)(fd, cmd, len);
 }
 
 ALEX_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
-	before_lockf(fd, cmd);
-	return REAL(lockf64)(fd, cmd, len);
+	return before_lockf(fd, cmd) ? -1 : REAL(lockf64)(fd, cmd, len);
 }

@@ -189,14 +189,19 @@ int alex_locks_may_hold_exclusive(const struct pdb *db)
 	return db->held.unknown || db->held.shared == WRITE;
 }
 
+/* Under span_mu: a span taken meanwhile by another thread of the process
+ * is not undone (its locks are on a description no close drops). */
 void alex_locks_dropped(struct pdb *db)
 {
 	struct alex_held *h = &db->held;
 
-	alex_span_end(db, 0);
-	h->pending = h->reserved = h->shared = NONE;
-	h->unknown = 0;
-	h->gen++;
+	alex_mutex_lock(&db->span_mu);
+	if (!alex_span_stands(db)) {
+		h->pending = h->reserved = h->shared = NONE;
+		h->unknown = 0;
+		h->gen++;
+	}
+	alex_mutex_unlock(&db->span_mu);
 }
 
 void alex_locks_gone(struct pdb *db)
@@ -210,14 +215,12 @@ void alex_locks_gone_late(struct pdb *db)
 	struct alex_held *h = &db->held;
 
 	alex_serve_unfresh(db);
-	alex_span_end(db, 0); /* the span lock went with the close */
-	h->gen++;       /* no release owed from before counts */
-	h->unknown = 1; /* locks taken since the close may be held: in doubt */
-}
-
-void alex_locks_closed(struct pdb *db)
-{
-	alex_span_end(db, 1);
+	alex_mutex_lock(&db->span_mu);
+	if (!alex_span_stands(db)) {
+		h->gen++;       /* no release owed from before counts */
+		h->unknown = 1; /* locks taken since the close may be held: in doubt */
+	}
+	alex_mutex_unlock(&db->span_mu);
 }
 
 int alex_locks_any(const struct pdb *db)

@@ -28,7 +28,8 @@ void alex_locks_made(struct ofd *o, int cmd, const struct flock *l, int r);
 /* May the process hold EXCLUSIVE (a write lock on the SHARED range) on
  * db's file?  In doubt (a lock the model could not follow), yes. */
 int alex_locks_may_hold_exclusive(const struct pdb *db);
-/* A descriptor of db's file was closed: the process holds no lock on it. */
+/* A descriptor of db's file was closed: the process holds no POSIX lock
+ * on it (a span's locks stay: span.c). */
 void alex_locks_dropped(struct pdb *db);
 /* The same, and no catch-up made under those locks counts: a close the
  * hooks saw as it happened. */
@@ -37,9 +38,6 @@ void alex_locks_gone(struct pdb *db);
  * dropped may have been taken again since; the model is in doubt until
  * SQLite's next release of them all. */
 void alex_locks_gone_late(struct pdb *db);
-/* After a descriptor of db's file was closed: a span lock taken between
- * alex_locks_gone and the close is gone, and the model in doubt. */
-void alex_locks_closed(struct pdb *db);
 /* Does the model say the process may hold a lock on db's file? */
 int alex_locks_any(const struct pdb *db);
 /* The model is no longer known to follow the kernel's locks (SQLite's

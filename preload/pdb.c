@@ -20,6 +20,7 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "span.h"
 #include "stats.h"
 #include "watch.h"
 
@@ -46,6 +47,7 @@ static void release(struct pdb *p)
 		alex_kept_mark(p->presence_fd, 0);
 		REAL(close)(p->presence_fd);
 	}
+	alex_span_free(p);
 	free(p->super);
 	free(p->path);
 	free(p);
@@ -91,6 +93,7 @@ static int make(const struct stat *st, const char *path, struct pdb **out)
 	p->j.kept.fd = -1;
 	p->dir.fd = -1;
 	p->presence_fd = -1;
+	p->span_fd = -1;
 	p->refs = 1;
 	alex_mutex_init(&p->mu);
 	alex_mutex_init(&p->span_mu);
@@ -367,8 +370,10 @@ void alex_pdb_put(struct pdb *p)
 	/* perhaps the last reference: decide under life, which also keeps
 	 * new opens out until this one is closed -- but wait for other
 	 * processes first, with no lock held */
-	if (r == 1)
+	if (r == 1) {
+		alex_span_close(p); /* its locks would meet the close's own */
 		alex_serve_close_wait(p);
+	}
 	alex_mutex_lock(&life);
 	alex_mutex_lock(&reg);
 	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0) {

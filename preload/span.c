@@ -53,6 +53,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -68,7 +70,7 @@
 #include "trace.h"
 
 enum { NONE = ALEX_HELD_NONE, READ = ALEX_HELD_READ, WRITE = ALEX_HELD_WRITE };
-enum { SPAN_NONE = 0, SPAN_HELD = 1, SPAN_LINGER = 2 };
+enum { SPAN_NONE = 0, SPAN_HELD = 1, SPAN_LINGER = 2, SPAN_REAL = 3 };
 
 /* A transaction that begins within this of the last one's end is in a
  * burst: its release lingers */
@@ -177,6 +179,8 @@ static void lease_kick(void)
 	pthread_mutex_unlock(&lmu);
 }
 
+static int *self_word; /* below */
+
 void alex_span_atfork_child(void)
 {
 	/* threads do not survive fork: a child starts its own, and the
@@ -184,6 +188,8 @@ void alex_span_atfork_child(void)
 	started = refused = fast = news = 0;
 	pthread_mutex_init(&lmu, NULL);
 	init_lcv();
+	if (self_word)
+		*(volatile int *)self_word = 1; /* wiped by the fork: this child is known */
 }
 
 /* a mutex, not a spin: the lease may be preempted inside its calls */
@@ -197,15 +203,130 @@ static void idle(struct pdb *db)
 	alex_mutex_unlock(&db->span_mu);
 }
 
-/* ALEX's lock call on fd over all of SQLite's bytes: 0, or the error it
- * met (errno kept) */
-static int all(int fd, short type, int (*real)(int, int, ...))
+/*
+ * One word on a page a child made without fork's handlers (a raw clone,
+ * _Fork) gets zeroed: its copy of this memory says spans are held, on a
+ * description it shares with its parent, and it must not answer from them
+ * (tests/preload/rawclone.c).  No word (an old kernel): no spans.
+ */
+static int *self_word;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_init(void)
 {
-	struct flock l = { .l_type = type, .l_whence = SEEK_SET,
-			   .l_start = SQLITE_PENDING_BYTE, .l_len = SQLITE_LOCK_BYTES };
-	int saved = errno, err = alex_locks_own(fd, F_SETLK, &l, real) ? errno : 0;
+	void *p = REAL(mmap)(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+		REAL(munmap)(p, 4096);
+		return;
+	}
+	*(volatile int *)p = 1;
+	__atomic_store_n(&self_word, (int *)p, __ATOMIC_RELEASE);
+}
+
+/* Is the spans' state in memory this process's own? */
+static int ours(void)
+{
+	int *w = __atomic_load_n(&self_word, __ATOMIC_ACQUIRE);
+	return w && *(volatile int *)w;
+}
+
+/* ... the word made first, if it is not there yet */
+static int ours_made(void)
+{
+	if (!__atomic_load_n(&self_word, __ATOMIC_ACQUIRE))
+		pthread_once(&self_once, self_init);
+	return ours();
+}
+
+/* The span's description and its pin go (the pin last: if a sweep of
+ * descriptors closed the number, the pin is what still holds the old
+ * description open, and with it any lock on it) */
+static void unpin(struct pdb *db)
+{
+	if (db->span_fd >= 0) {
+		alex_kept_mark(db->span_fd, 0);
+		if (alex_fd_is(db->span_fd, db->dev, db->ino))
+			REAL(close)(db->span_fd);
+	}
+	if (db->span_pin)
+		REAL(munmap)(db->span_pin, 4096);
+	db->span_fd = -1;
+	db->span_pin = NULL;
+}
+
+/*
+ * The span's own open file description of db's file, opened once: its
+ * locks are open-file-description locks, which only its own unlock or the
+ * end of the description lets go -- no close of the program's descriptors
+ * drops them, unlike the process's POSIX locks.  It is reopened through
+ * the engine's descriptor (the same inode after a rename), for writing
+ * (a write lock needs it), and mapped (MADV_DONTFORK: not into children),
+ * so that a sweep of descriptors that closes its number leaves it, and
+ * its locks, in place.  Its identity is checked (one fstat) before a span
+ * is taken on it: a number a sweep closed and the kernel gave to another
+ * file must not be locked instead.  -1 when there is none.
+ */
+static int own_fd(struct pdb *db)
+{
+	char proc[40];
+
+	if (db->span_fd >= 0 && alex_fd_is(db->span_fd, db->dev, db->ino)) {
+		alex_kept_fresh(&db->span_check);
+		return db->span_fd;
+	}
+	if (db->span_fd >= 0)
+		unpin(db); /* another file's number now */
+	if (db->span_fd == -2 || !db->eng)
+		return -1;
+	db->span_fd = -2;
+	if (!ours_made())
+		return -1;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", alex_db_fd(db->eng));
+	int fd = REAL(open)(proc, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	void *pin = MAP_FAILED;
+	if (alex_fd_is(fd, db->dev, db->ino))
+		pin = REAL(mmap)(NULL, 4096, PROT_NONE, MAP_SHARED, fd, 0);
+	if (pin != MAP_FAILED && madvise(pin, 4096, MADV_DONTFORK) != 0) {
+		REAL(munmap)(pin, 4096);
+		pin = MAP_FAILED;
+	}
+	if (pin == MAP_FAILED) {
+		REAL(close)(fd);
+		return -1;
+	}
+	db->span_fd = fd;
+	db->span_pin = pin;
+	alex_kept_fresh(&db->span_check);
+	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
+	return fd;
+}
+
+/* ALEX's lock call on the span's description: 0, or the error it met
+ * (errno kept) */
+static int own_lock(struct pdb *db, int cmd, struct flock *l)
+{
+	int saved = errno;
+	uint64_t t0 = ALEX_TRACE_T0();
+
+	l->l_pid = 0; /* F_OFD_* refuses any other */
+	int r = REAL(fcntl)(db->span_fd, cmd, l), err = r ? errno : 0;
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, db->span_fd, t0, (uint64_t)cmd, r, l);
 	errno = saved;
 	return err;
+}
+
+/* ... of one kind over [start, start + len) */
+static int own_set(struct pdb *db, short type, long long start, long long len)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len };
+	return own_lock(db, F_OFD_SETLK, &l);
 }
 
 /* A lock call on the presence byte, through the description of db's
@@ -299,15 +420,14 @@ static int alone(struct pdb *db)
 
 /* May this process take the span lock at SQLite's first call of a span?
  * Asked without span_mu: what it reads changes only with SQLite's own lock
- * calls, which come one at a time, and with closes (after which the
- * lock call fails or the model is in doubt); the lease acts only on a
- * span already taken. */
+ * calls, which come one at a time; the lease acts only on a span already
+ * taken. */
 static int may_enter(struct pdb *db)
 {
 	const struct alex_held *h = &db->held;
 
 	if (h->unknown || h->pending || h->reserved || h->shared || db->forked ||
-	    db->fork_shared || !alone(db))
+	    db->fork_shared || !alone(db) || !ours_made())
 		return 0;
 	if (db->span_skip) {
 		db->span_skip--;
@@ -316,57 +436,101 @@ static int may_enter(struct pdb *db)
 	return 1;
 }
 
-/* The span lock instead of SQLite's first call, if it is granted: 1 taken
- * (the call answered). */
-static int enter(struct pdb *db, int fd, int (*real)(int, int, ...), int *r)
+/* SQLite's first call of a span, answered: it holds PENDING's read lock */
+static void begin(struct pdb *db)
 {
 	struct alex_held *h = &db->held;
-	int err = all(fd, F_WRLCK, real);
 
-	if (err) {
-		/* another process holds a lock: SQLite's own calls, and
-		 * theirs, for a while; a descriptor that cannot write-lock
-		 * (opened read-only), for good */
-		db->span_skip = err == EAGAIN || err == EACCES ? 16 : ~0u;
-		ALEX_COUNT(span_refused, 1);
-		return 0;
-	}
-	ALEX_COUNT(span_locks, 1);
 	db->span_burst = alex_now_ns() - db->span_end_ns < BURST_US * 1000u;
 	h->span = SPAN_HELD;
 	h->pending = READ;
 	db->span_gen++;
 	lease_kick();
+}
+
+/* The span lock instead of SQLite's first call, if it is granted: 1 taken
+ * (the call answered). */
+static int enter(struct pdb *db, int *r)
+{
+	int err = own_fd(db) < 0 ? EBADF
+				 : own_set(db, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
+
+	if (err) {
+		/* another process holds a lock (or this one does, as POSIX
+		 * locks of its own: a program's): SQLite's own calls, and
+		 * theirs, for a while; no description of its own, for good */
+		db->span_skip = err == EAGAIN || err == EACCES ? 16 : ~0u;
+		ALEX_COUNT(span_refused, 1);
+		return 0;
+	}
+	ALEX_COUNT(span_locks, 1);
+	begin(db);
 	*r = 0;
 	return 1;
 }
 
-/* The kernel's locks set to the model, one region at a time and only ever
- * weaker (each call replaces the process's lock in place, so no moment is
- * without what the model claims); the span is over.  A call that fails
- * (ENOLCK) leaves more held than SQLite was told: in doubt until its next
- * release of all. */
-static void leave(struct alex_held *h, int fd, int (*real)(int, int, ...))
+/* The span's locks all let go; the span is over.  A number that is no
+ * longer the description (the hooks met it, or one release in 64 finds
+ * it another file's), or an unlock that fails, lets the pin go instead,
+ * and the description's locks with it. */
+static void release(struct pdb *db)
 {
+	if (!alex_kept_still(&db->span_check, db->span_fd, db->dev, db->ino, 64) ||
+	    own_set(db, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) != 0)
+		unpin(db);
+	db->held.span = SPAN_NONE;
+}
+
+/* The description's locks set to the model, in place and only ever weaker
+ * (no moment without what SQLite was told); SQLite's calls are made on it
+ * from here (SPAN_REAL).  A call that fails (ENOLCK) leaves more held than
+ * SQLite was told: in doubt until its release of all. */
+static void to_model(struct pdb *db)
+{
+	struct alex_held *h = &db->held;
 	const struct {
 		long long start, len;
 		short k;
 	} part[3] = { { SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared },
 		      { SQLITE_RESERVED_BYTE, 1, h->reserved },
 		      { SQLITE_PENDING_BYTE, 1, h->pending } };
-	int saved = errno;
 
-	for (int i = 0; i < 3; i++) {
-		if (part[i].k == WRITE)
-			continue;
-		struct flock l = { .l_type = part[i].k == READ ? F_RDLCK : F_UNLCK,
-				   .l_whence = SEEK_SET, .l_start = part[i].start,
-				   .l_len = part[i].len };
-		if (alex_locks_own(fd, F_SETLK, &l, real) != 0)
+	for (int i = 0; h->span == SPAN_HELD && i < 3; i++)
+		if (part[i].k != WRITE &&
+		    own_set(db, part[i].k == READ ? F_RDLCK : F_UNLCK, part[i].start, part[i].len))
+			h->unknown = 1;
+	h->span = SPAN_REAL;
+}
+
+/* The span given up for the process's own POSIX locks, which are then what
+ * SQLite was told: 0 done.  Only reads can pass from one kind to the other
+ * with no moment in which nothing holds them (a POSIX read and an OFD read
+ * of one process coexist; a write of either kind refuses the other): while
+ * SQLite holds a write lock the span stays, on its description (-1). */
+static int to_posix(struct pdb *db, int fd, int (*real)(int, int, ...))
+{
+	struct alex_held *h = &db->held;
+
+	if (h->span == SPAN_LINGER) {
+		release(db);
+		return 0;
+	}
+	to_model(db);
+	if (h->pending == WRITE || h->reserved == WRITE || h->shared == WRITE || fd < 0)
+		return -1;
+	const struct {
+		long long start, len;
+		short k;
+	} part[2] = { { SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared },
+		      { SQLITE_PENDING_BYTE, 1, h->pending } };
+	for (int i = 0; i < 2; i++) {
+		struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+				   .l_start = part[i].start, .l_len = part[i].len };
+		if (part[i].k == READ && alex_locks_own(fd, F_SETLK, &l, real) != 0)
 			h->unknown = 1;
 	}
-	h->span = SPAN_NONE;
-	errno = saved;
+	release(db);
+	return 0;
 }
 
 /* Does l lie wholly within SQLite's lock bytes? */
@@ -376,65 +540,12 @@ static int within(const struct flock *l)
 	       l->l_start + l->l_len <= SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES;
 }
 
-/* A lock call during the span: see alex_span_call. */
-static int in_span(struct pdb *db, int fd, int cmd, struct flock *l, int linger,
-		   int (*real)(int, int, ...), int *r)
+/* Does l touch SQLite's lock bytes at all? */
+static int touches(const struct flock *l)
 {
-	struct alex_held *h = &db->held;
-
-	if (l->l_whence != SEEK_SET) {
-		leave(h, fd, real); /* not SQLite's: made as asked, after */
-		return 0;
-	}
-	long long end = l->l_len == 0 ? (long long)(~0ULL >> 1) : l->l_start + l->l_len;
-	long long first = SQLITE_PENDING_BYTE, last = SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES;
-	if (end <= first || l->l_start >= last || cmd == F_GETLK)
-		return 0; /* other bytes, or a question: the kernel leaves out
-			     the process's own locks */
-	if (cmd == F_SETLK && l->l_type == F_UNLCK && l->l_start <= first && end >= last) {
-		/* the release of all and the span's end (locks.c), both here
-		 * under span_mu: a lease between them would take the model's
-		 * locks again after the release.  Answered if it may linger */
-		*r = linger ? 0 : real(fd, cmd, l);
-		if (*r == 0)
-			alex_held_apply(h, l);
-		db->span_end_ns = alex_now_ns();
-		if (linger) {
-			h->span = SPAN_LINGER;
-			ALEX_COUNT(span_lingers, 1);
-		}
-		return linger ? 1 : 2;
-	}
-	struct alex_held next = *h;
-	if (within(l) && cmd == F_SETLK &&
-	    (l->l_type == F_RDLCK || l->l_type == F_WRLCK || l->l_type == F_UNLCK))
-		alex_held_apply(&next, l);
-	else
-		next.unknown = 1;
-	if (next.unknown) { /* not one of SQLite's calls */
-		leave(h, fd, real);
-		return 0;
-	}
-	if (h->pending != WRITE && next.pending == WRITE) {
-		/* EXCLUSIVE's first step: the write lock over all again, which
-		 * also meets a lock lost unseen.  Refused: SQLite's own calls
-		 * from here, this one first -- its PENDING, if granted, keeps
-		 * others from EXCLUSIVE as it would have (answering the
-		 * refusal here held nothing, and another process's last close
-		 * removed the log under the open transaction: regress.sh
-		 * span-lock-lost) */
-		if (all(fd, F_WRLCK, real) != 0) {
-			leave(h, fd, real);
-			return 0;
-		}
-	} else if (!next.pending && !next.reserved && !next.shared) {
-		/* SQLite holds nothing (a failed SHARED gives PENDING back) */
-		all(fd, F_UNLCK, real);
-		next.span = SPAN_NONE;
-	}
-	*h = next;
-	*r = 0;
-	return 1;
+	long long end = l->l_len <= 0 ? (long long)(~0ULL >> 1) : l->l_start + l->l_len;
+	return l->l_whence != SEEK_SET ||
+	       (end > SQLITE_PENDING_BYTE && l->l_start < SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES);
 }
 
 /* Is l SQLite's release of everything? */
@@ -445,27 +556,136 @@ static int releases_all(int cmd, const struct flock *l)
 	       (l->l_len == 0 || l->l_start + l->l_len >= SQLITE_PENDING_BYTE + SQLITE_LOCK_BYTES);
 }
 
-/* The lingering write lock's end: SQLite holds nothing */
-static void unlinger(struct pdb *db, int fd, int (*real)(int, int, ...))
+/* Is l one of SQLite's own lock calls on its bytes? */
+static int sqlites(int cmd, const struct flock *l)
 {
-	all(fd, F_UNLCK, real);
-	db->held.span = SPAN_NONE;
+	return cmd == F_SETLK && within(l) &&
+	       (l->l_type == F_RDLCK || l->l_type == F_WRLCK || l->l_type == F_UNLCK);
 }
 
-/* A call while the write lock lingers.  SQLite's next transaction (again)
- * takes it once more, which meets a lock lost unseen; a question passes
- * (the kernel leaves out the process's own locks); anything else ends it
- * first and is made as asked. */
-static int lingering(struct pdb *db, int fd, int cmd, int again, int (*real)(int, int, ...),
-		     int *r)
+/* A call on SQLite's bytes that is not SQLite's (another shape, a blocking
+ * call, a program's own): the span ends first where it can, and the call
+ * is made as asked (0); while SQLite holds a write lock on the span's
+ * description the call is refused as another owner's lock would refuse
+ * it, never left to wait for this process itself (1). */
+static int foreign(struct pdb *db, int fd, int cmd, int (*real)(int, int, ...), int *r)
 {
-	if (cmd == F_GETLK)
-		return -1;
-	db->held.span = SPAN_NONE;
-	if (again && enter(db, fd, real, r))
+	if (to_posix(db, fd, real) == 0)
+		return 0;
+	*r = -1;
+	errno = cmd == F_SETLKW || cmd == F_OFD_SETLKW ? EDEADLK : EAGAIN;
+	return 1;
+}
+
+/* A lock call during the span, under the write lock: see alex_span_call. */
+static int in_span(struct pdb *db, int fd, int cmd, struct flock *l, int linger,
+		   int (*real)(int, int, ...), int *r)
+{
+	struct alex_held *h = &db->held;
+
+	if (!touches(l))
+		return 0; /* other bytes: the span's lock is not there */
+	if (cmd == F_GETLK && within(l)) {
+		l->l_type = F_UNLCK; /* nobody else holds anything there */
+		*r = 0;
 		return 1;
-	unlinger(db, fd, real); /* refused: what is left of it goes */
+	}
+	if (releases_all(cmd, l)) {
+		alex_held_apply(h, l);
+		db->span_end_ns = alex_now_ns();
+		if (linger) {
+			h->span = SPAN_LINGER;
+			ALEX_COUNT(span_lingers, 1);
+		} else {
+			release(db);
+		}
+		*r = 0;
+		return 1;
+	}
+	if (!sqlites(cmd, l))
+		return foreign(db, fd, cmd, real, r);
+	/* EXCLUSIVE's steps too: the write lock over all is still there --
+	 * nothing but this process's own unlock on its description takes it */
+	alex_held_apply(h, l);
+	if (!h->pending && !h->reserved && !h->shared && !h->unknown)
+		release(db); /* SQLite holds nothing (a failed SHARED gives PENDING back) */
+	*r = 0;
+	return 1;
+}
+
+/* A call after the lease (SPAN_REAL): made on the span's description, as
+ * SQLite asked it (2), until SQLite releases everything. */
+static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(int, int, ...),
+		  int *r)
+{
+	struct alex_held *h = &db->held;
+
+	if (!touches(l))
+		return 0;
+	if (cmd == F_GETLK && within(l)) {
+		/* the kernel leaves out the description's own locks, as it
+		 * leaves out a process's own POSIX locks from F_GETLK */
+		struct flock q = *l;
+		int err = own_lock(db, F_OFD_GETLK, &q);
+		if (!err)
+			*l = q;
+		*r = err ? -1 : 0;
+		if (err)
+			errno = err;
+		return 2;
+	}
+	if (releases_all(cmd, l)) {
+		alex_held_apply(h, l);
+		release(db);
+		*r = 0;
+		return 2;
+	}
+	if (!sqlites(cmd, l))
+		return foreign(db, fd, cmd, real, r);
+	struct flock q = *l;
+	int err = own_lock(db, F_OFD_SETLK, &q);
+	*r = err ? -1 : 0;
+	if (err)
+		errno = err == EACCES ? EAGAIN : err;
+	else
+		alex_held_apply(h, l);
+	if (!err && !h->pending && !h->reserved && !h->shared && !h->unknown)
+		release(db);
+	return 2;
+}
+
+/* A call while the write lock lingers (SQLite holds nothing).  SQLite's
+ * next transaction is answered under it; a question on SQLite's bytes is
+ * answered (nobody else holds anything there); anything else ends it
+ * first and is made as asked. */
+static int lingering(struct pdb *db, int cmd, struct flock *l, int again, int *r)
+{
+	if (!touches(l))
+		return -1;
+	if (cmd == F_GETLK && within(l)) {
+		l->l_type = F_UNLCK;
+		*r = 0;
+		return 1;
+	}
+	if (again) {
+		ALEX_COUNT(span_locks, 1);
+		begin(db);
+		*r = 0;
+		return 1;
+	}
+	release(db);
 	return -1;
+}
+
+/* This process is a child made without fork's handlers: the spans in its
+ * memory are its parent's, on a description they share.  Forgotten, never
+ * let go (that would be the parent's lock); the model is in doubt. */
+static void not_ours(struct pdb *db)
+{
+	__atomic_store_n(&db->held.span, SPAN_NONE, __ATOMIC_RELAXED);
+	db->held.unknown = 1;
+	db->span_fd = -2;
+	db->span_pin = NULL;
 }
 
 int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
@@ -473,6 +693,10 @@ int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
 {
 	int how = -1, may = 0, linger = 0, span = __atomic_load_n(&db->held.span, __ATOMIC_RELAXED);
 
+	if (span != SPAN_NONE && !ours()) {
+		not_ours(db);
+		return -1;
+	}
 	/* no span_mu for a call that cannot begin a span: SQLite's calls
 	 * while other processes use the database take no lock of ALEX's */
 	if (span != SPAN_HELD) {
@@ -491,53 +715,79 @@ int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
 	}
 	busy(db);
 	if (db->held.span == SPAN_LINGER)
-		how = lingering(db, fd, cmd, first && may, real, r);
+		how = lingering(db, cmd, l, first && may, r);
 	else if (db->held.span == SPAN_HELD)
 		how = in_span(db, fd, cmd, l, linger, real, r);
-	else if (may && enter(db, fd, real, r))
+	else if (db->held.span == SPAN_REAL)
+		how = on_own(db, fd, cmd, l, real, r);
+	else if (may && enter(db, r))
 		how = 1;
 	idle(db);
 	return how;
 }
 
-void alex_span_leave(struct pdb *db)
+int alex_span_leave(struct pdb *db)
 {
-	int fd = db->eng ? alex_db_fd(db->eng) : -1;
-
-	busy(db);
 	/* POSIX locks are the process's: any descriptor of the file sets them */
-	if (db->held.span == SPAN_LINGER && fd >= 0)
-		unlinger(db, fd, REAL(fcntl));
-	else if (db->held.span && fd >= 0)
-		leave(&db->held, fd, REAL(fcntl));
+	int fd = db->eng ? alex_db_fd(db->eng) : -1, stays = 0;
+
+	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED))
+		return 0;
+	if (!ours()) {
+		not_ours(db);
+		return 0;
+	}
+	busy(db);
+	if (db->held.span)
+		stays = to_posix(db, fd, REAL(fcntl)) != 0;
+	idle(db);
+	return stays;
+}
+
+int alex_span_stands(struct pdb *db)
+{
+	return ours() && __atomic_load_n(&db->held.span, __ATOMIC_RELAXED) != SPAN_NONE;
+}
+
+void alex_span_close(struct pdb *db)
+{
+	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED))
+		return;
+	if (!ours()) {
+		not_ours(db);
+		return;
+	}
+	busy(db);
+	if (db->held.span) {
+		release(db);
+		db->held.pending = db->held.reserved = db->held.shared = NONE;
+	}
 	idle(db);
 }
 
-void alex_span_end(struct pdb *db, int closed)
+void alex_span_free(struct pdb *db)
 {
-	busy(db);
-	if (db->held.span == SPAN_HELD && closed)
-		db->held.unknown = 1; /* a lingering lock claimed nothing */
-	db->held.span = SPAN_NONE;
-	idle(db);
+	if (ours())
+		unpin(db);
 }
 
 int alex_span_lease(struct pdb *db)
 {
 	struct alex_held *h = &db->held;
-	int young = 0;
+	int young = 0, span = __atomic_load_n(&h->span, __ATOMIC_RELAXED);
 
-	if (!__atomic_load_n(&h->span, __ATOMIC_RELAXED) || alex_mutex_trylock(&db->span_mu))
-		return __atomic_load_n(&h->span, __ATOMIC_RELAXED); /* none, or next tick */
-	int fd = db->eng ? alex_db_fd(db->eng) : -1;
-	if (h->span && fd >= 0) {
+	/* none, or after the lease already (it stays until SQLite lets go),
+	 * or the next tick */
+	if ((span != SPAN_HELD && span != SPAN_LINGER) || alex_mutex_trylock(&db->span_mu))
+		return span == SPAN_HELD || span == SPAN_LINGER;
+	if (h->span == SPAN_HELD || h->span == SPAN_LINGER) {
 		if (db->span_seen != db->span_gen) {
 			db->span_seen = db->span_gen; /* begun since the last tick */
 			young = 1;
 		} else if (h->span == SPAN_LINGER) {
-			unlinger(db, fd, REAL(fcntl)); /* the burst is over */
+			release(db); /* the burst is over */
 		} else {
-			leave(h, fd, REAL(fcntl));
+			to_model(db);
 			ALEX_COUNT(span_leases, 1);
 		}
 	}
@@ -548,5 +798,15 @@ int alex_span_lease(struct pdb *db)
 void alex_span_forked(struct pdb *db)
 {
 	alex_mutex_init(&db->span_mu); /* perhaps held by a thread not here */
-	db->held.span = SPAN_NONE; /* POSIX locks are not inherited */
+	db->held.span = SPAN_NONE; /* the parent's, on the description shared */
+	/* the child's copy of the descriptor goes (it drops no lock: the
+	 * parent's copy and its pin keep the description); the pin was not
+	 * copied */
+	if (db->span_fd >= 0) {
+		alex_kept_mark(db->span_fd, 0);
+		if (alex_fd_is(db->span_fd, db->dev, db->ino))
+			REAL(close)(db->span_fd);
+	}
+	db->span_fd = -1;
+	db->span_pin = NULL;
 }

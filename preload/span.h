@@ -16,14 +16,22 @@
  */
 int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
 		   int (*real)(int, int, ...), int *r);
-/* The span lock given up: the kernel's locks set to what SQLite was told.
- * Before SQLite's calls go past the model (WAL mode), which may be never:
- * SQLite then holds SHARED for as long as it has the file open. */
-void alex_span_leave(struct pdb *db);
-/* The kernel dropped the process's locks (a close): the span is over; if
- * it was entered after the model was last reset (closed: after the close),
- * the model is in doubt. */
-void alex_span_end(struct pdb *db, int closed);
+/* The span lock given up: the kernel's locks set to what SQLite was told,
+ * as the process's own POSIX locks.  Before SQLite's calls go past the
+ * model (WAL mode), which may be never: SQLite then holds SHARED for as
+ * long as it has the file open.  1 when the span stays, because SQLite
+ * holds a write lock, which cannot pass from the span's description to
+ * the process without a moment in which nobody holds it: alex_span_call
+ * makes SQLite's calls on the description until it lets go. */
+int alex_span_leave(struct pdb *db);
+/* Does a span stand?  Its locks are on a description of its own, which no
+ * close of the program's descriptors lets go: the model stays true. */
+int alex_span_stands(struct pdb *db);
+/* Before the last close: the span's locks let go (the close's own lock
+ * calls would meet them). */
+void alex_span_close(struct pdb *db);
+/* The pdb goes: the span's description too. */
+void alex_span_free(struct pdb *db);
 /* The lease, at each of its thread's ticks: a span held under the write
  * lock since the last tick gets the locks SQLite was told instead, so that
  * a long transaction does not keep others out.  1 while a span is young. */

@@ -64,7 +64,9 @@ struct alex_held {
 	int span; /* 1: in a span under the span lock: the kernel holds a
 		     write lock over all of SQLite's bytes, and the regions
 		     above are what SQLite was told; 2: SQLite holds nothing
-		     and the write lock lingers (span.c) */
+		     and the write lock lingers; 3: the span's own description
+		     holds what SQLite was told, and SQLite's calls are made
+		     there (span.c) */
 };
 
 struct pdb {
@@ -129,6 +131,10 @@ struct pdb {
 	unsigned span_seen;  /* ... and the one the lease saw last (span.c) */
 	uint64_t span_end_ns; /* when the last span ended (monotonic) ... */
 	int span_burst;      /* ... and this one began soon after: it lingers */
+	int span_fd;         /* the span's own open file description of the
+				file, -1 not yet, -2 none (span.c) */
+	void *span_pin;      /* a mapping of it, which keeps it open */
+	struct alex_kept_check span_check; /* ... still ours (pdb.h) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
 				lock bytes to merge (staging.c), +2 each time:
