@@ -236,18 +236,22 @@ static int before_lockf(int fd, int cmd)
 {
 	struct ofd *o = alex_fd_get(fd);
 
-	if (o && o->role == ROLE_DB && cmd != F_TEST && !alex_pdb_direct(o->db)) {
-		int saved = errno;
-		if (alex_span_leave(o->db) && cmd != F_ULOCK) {
-			/* SQLite holds a write lock on the span's description,
-			 * which would refuse this process's own lock: refused
-			 * as another owner's would, never left to wait */
-			errno = cmd == F_LOCK ? EDEADLK : EAGAIN;
-			return -1;
-		}
-		alex_locks_unknown(o->db);
-		errno = saved;
+	if (!o || o->role != ROLE_DB || cmd == F_TEST)
+		return 0;
+	int saved = errno, direct = alex_pdb_direct(o->db);
+	/* in WAL mode too: a span whose SQLite held a write lock when the
+	 * WAL opened (exclusive locking) stays until SQLite lets go */
+	if ((!direct || o->db->held.span) && alex_span_leave(o->db) && cmd != F_ULOCK) {
+		/* SQLite holds a write lock on the span's description, which
+		 * would refuse this process's own lock: refused as another
+		 * owner's would, never left to wait (review: libc's F_SETLKW
+		 * waited for ever) */
+		errno = cmd == F_LOCK ? EDEADLK : EAGAIN;
+		return -1;
 	}
+	if (!direct)
+		alex_locks_unknown(o->db);
+	errno = saved;
 	return 0;
 }
 

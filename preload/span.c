@@ -1,19 +1,30 @@
 /*
  * span.c - the span lock: SQLite's lock calls of one transaction answered
  * under one lock of ALEX's, while no other process with ALEX has the
- * database open (docs/LOCKS.md, "The span lock").
+ * database open (docs/LOCKS.md, "The span lock", "The span lock on a
+ * description of its own").
  *
  * SQLite makes eight lock calls for an autocommit write and three for a
  * read (with locks.c's question at PENDING); each costs about its kernel
  * time again in the code around it.  At SQLite's first call of a span (its
  * read lock on PENDING, holding nothing) this process takes instead one
  * write lock over all of SQLite's lock bytes, answers the span's calls
- * from the model (locks.c) under it, and makes SQLite's last call (its
- * release of everything) as asked: a read transaction in two calls, a
- * write in three.  The third is EXCLUSIVE's: the write lock is taken again
- * when SQLite asks for PENDING's, so that a lock lost unseen during the
- * span (a descriptor of the file closed by a raw system call) meets
- * whatever another process took meanwhile, as SQLite's own call would.
+ * from the model (locks.c) under it, and lets it go at SQLite's release of
+ * everything: a transaction in two calls.
+ *
+ * The lock is an open-file-description lock, on a description of the file
+ * that is the span's own (own_fd).  The process's POSIX locks go at any
+ * close of any descriptor of the file, and some closes pass no hook (a raw
+ * close system call, a descriptor of the file under another name): a span
+ * held by them had to take its lock again at each transaction and at
+ * EXCLUSIVE to meet a loss (thirty-fifth session: a commit beside another
+ * process's reader when it did not).  This lock goes only by the span's
+ * own unlock, or when the description ends, which a mapping of it keeps
+ * from happening while the process lives.  An OFD lock and a POSIX lock of
+ * one process meet like two owners' locks, so a span never mixes them:
+ * SQLite's calls of a span are made on the span's description to its end,
+ * and the span passes to POSIX locks only where no moment without a lock
+ * comes of it (reads: to_posix).
  *
  * Whenever a call is answered from the model, the kernel holds at least
  * what SQLite was told, and nobody else holds anything.  The cost is to
@@ -21,9 +32,9 @@
  * share.  So the write lock is a lease: a thread of its own (started with
  * the first span, never behind a sync: review) ticks every LEASE_MS while
  * spans are taken, and a span it saw at one tick and finds at the next is
- * given SQLite's own locks -- exactly what the model says, each region
- * replaced in place -- and goes on with SQLite's own calls.  Without that
- * thread there is no span lock.  A
+ * given exactly what the model says, each region replaced in place on the
+ * description, where SQLite's later calls of the span are made (span 3).
+ * Without that thread there is no span lock.  A
  * process takes it only while it is the only one with ALEX that has the
  * database open: each holds, from its first transaction on it to its last
  * close, a read lock (open file description) on one byte of the
@@ -38,17 +49,16 @@
  * BURST_US of the last one's end -- on a fenced file (which SQLite without
  * ALEX cannot read: a plain writer's chance at the file between bursts is
  * not taken from it), SQLite's release of everything is answered too and
- * the write lock kept (span 2): the next transaction's
- * first call takes it again, a call that still meets any lock lost unseen
- * and anything another process took meanwhile, and the release costs no
- * call.  Any other call on the file ends the lingering first (the lock
- * made as it would be without it), and so does the lease, at its second
- * tick: after a burst the lock stays 2-4 ms, no longer.  A transaction
- * after a pause releases as SQLite asks.
+ * the write lock kept (span 2): the next transaction's first call is
+ * answered under it, with no call at all.  Any other call on SQLite's
+ * bytes ends the lingering first (the lock made as it would be without
+ * it), and so does the lease, at its second quiet tick: after a burst the
+ * lock stays 2-4 ms, no longer.  A transaction after a pause releases as
+ * SQLite asks.
  *
  * The span's state is changed by SQLite's lock calls, by the lease and by
- * closes, one at a time (span_mu); SQLite's own calls come one at a time
- * already (its inode mutex).
+ * the last close, one at a time (span_mu); SQLite's own calls come one at
+ * a time already (its inode mutex).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -241,14 +251,38 @@ static int ours_made(void)
 	return ours();
 }
 
-/* The span's description and its pin go (the pin last: if a sweep of
- * descriptors closed the number, the pin is what still holds the old
- * description open, and with it any lock on it) */
+/*
+ * The span's description is opened with flags that no other open of a
+ * file in the process is likely to have all of (a write-through, appending,
+ * non-blocking read-write open -- none matters to a description that is
+ * never read or written), and is known by them: one F_GETFL before every
+ * call made through its number.  A program's sweep of descriptors may have
+ * closed the number and the kernel given it to another open -- SQLite's own
+ * of the same file, a pipe -- which must not be locked, unlocked or closed
+ * instead (review: a lock taken on SQLite's description went with its
+ * close, and a commit followed beside another process's reader).
+ */
+#define MARK_FLAGS (O_RDWR | O_APPEND | O_DSYNC | O_NONBLOCK)
+#define MARK_MASK (O_ACCMODE | O_APPEND | O_SYNC | O_NONBLOCK | O_ASYNC | O_DIRECT)
+
+/* Is the span's number still its description? */
+static int mine(const struct pdb *db)
+{
+	int saved = errno, fl = db->span_fd >= 0 ? REAL(fcntl)(db->span_fd, F_GETFL) : -1;
+
+	errno = saved;
+	return fl >= 0 && (fl & MARK_MASK) == MARK_FLAGS;
+}
+
+/* The span's description and its pin go: its number is closed only while
+ * it is still the description (else it is the program's now), and the pin
+ * is let go, which ends the description -- and any lock on it -- when a
+ * sweep closed the number. */
 static void unpin(struct pdb *db)
 {
 	if (db->span_fd >= 0) {
 		alex_kept_mark(db->span_fd, 0);
-		if (alex_fd_is(db->span_fd, db->dev, db->ino))
+		if (mine(db))
 			REAL(close)(db->span_fd);
 	}
 	if (db->span_pin)
@@ -265,29 +299,27 @@ static void unpin(struct pdb *db)
  * the engine's descriptor (the same inode after a rename), for writing
  * (a write lock needs it), and mapped (MADV_DONTFORK: not into children),
  * so that a sweep of descriptors that closes its number leaves it, and
- * its locks, in place.  Its identity is checked (one fstat) before a span
- * is taken on it: a number a sweep closed and the kernel gave to another
- * file must not be locked instead.  -1 when there is none.
+ * its locks, in place until the span lets the mapping go.  -1 when there
+ * is none.
  */
 static int own_fd(struct pdb *db)
 {
 	char proc[40];
 
-	if (db->span_fd >= 0 && alex_fd_is(db->span_fd, db->dev, db->ino)) {
-		alex_kept_fresh(&db->span_check);
+	if (db->span_fd >= 0 && mine(db))
 		return db->span_fd;
-	}
 	if (db->span_fd >= 0)
-		unpin(db); /* another file's number now */
+		unpin(db); /* another open's number now: no span holds it */
 	if (db->span_fd == -2 || !db->eng)
 		return -1;
 	db->span_fd = -2;
 	if (!ours_made())
 		return -1;
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", alex_db_fd(db->eng));
-	int fd = REAL(open)(proc, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	int flags = MARK_FLAGS | O_CLOEXEC | O_NOCTTY;
+	int fd = REAL(open)(proc, flags);
 	if (fd < 0)
-		fd = REAL(open)(db->path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+		fd = REAL(open)(db->path, flags);
 	if (fd < 0)
 		return -1;
 	void *pin = MAP_FAILED;
@@ -303,8 +335,12 @@ static int own_fd(struct pdb *db)
 	}
 	db->span_fd = fd;
 	db->span_pin = pin;
-	alex_kept_fresh(&db->span_check);
-	alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
+	if (!mine(db)) { /* flags this kernel does not keep */
+		unpin(db);
+		db->span_fd = -2;
+		return -1;
+	}
+	alex_kept_mark(fd, 1);
 	return fd;
 }
 
@@ -421,13 +457,16 @@ static int alone(struct pdb *db)
 /* May this process take the span lock at SQLite's first call of a span?
  * Asked without span_mu: what it reads changes only with SQLite's own lock
  * calls, which come one at a time; the lease acts only on a span already
- * taken. */
+ * taken.  Only on a fenced file: elsewhere nothing lingers (a program
+ * without ALEX may write the file between transactions), and a span of
+ * its own costs four calls (the description's mark asked at its start and
+ * end) against SQLite's three for a read. */
 static int may_enter(struct pdb *db)
 {
 	const struct alex_held *h = &db->held;
 
 	if (h->unknown || h->pending || h->reserved || h->shared || db->forked ||
-	    db->fork_shared || !alone(db) || !ours_made())
+	    db->fork_shared || !alone(db) || !ours_made() || !alex_serve_fenced(db))
 		return 0;
 	if (db->span_skip) {
 		db->span_skip--;
@@ -470,13 +509,11 @@ static int enter(struct pdb *db, int *r)
 }
 
 /* The span's locks all let go; the span is over.  A number that is no
- * longer the description (the hooks met it, or one release in 64 finds
- * it another file's), or an unlock that fails, lets the pin go instead,
- * and the description's locks with it. */
+ * longer the description, or an unlock that fails, lets the pin go
+ * instead, and the description's locks with it. */
 static void release(struct pdb *db)
 {
-	if (!alex_kept_still(&db->span_check, db->span_fd, db->dev, db->ino, 64) ||
-	    own_set(db, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) != 0)
+	if (!mine(db) || own_set(db, F_UNLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES) != 0)
 		unpin(db);
 	db->held.span = SPAN_NONE;
 }
@@ -484,9 +521,13 @@ static void release(struct pdb *db)
 /* The description's locks set to the model, in place and only ever weaker
  * (no moment without what SQLite was told); SQLite's calls are made on it
  * from here (SPAN_REAL).  A call that fails (ENOLCK) leaves more held than
- * SQLite was told: in doubt until its release of all. */
+ * SQLite was told: in doubt until its release of all.  A number that is
+ * no longer the description leaves the span as it is: the pin holds the
+ * write lock over all, and SQLite's release of all lets the pin go. */
 static void to_model(struct pdb *db)
 {
+	if (db->held.span == SPAN_HELD && !mine(db))
+		return;
 	struct alex_held *h = &db->held;
 	const struct {
 		long long start, len;
@@ -515,6 +556,8 @@ static int to_posix(struct pdb *db, int fd, int (*real)(int, int, ...))
 		release(db);
 		return 0;
 	}
+	if (!mine(db))
+		return -1; /* the pin holds it until SQLite lets go */
 	to_model(db);
 	if (h->pending == WRITE || h->reserved == WRITE || h->shared == WRITE || fd < 0)
 		return -1;
@@ -613,6 +656,40 @@ static int in_span(struct pdb *db, int fd, int cmd, struct flock *l, int linger,
 	return 1;
 }
 
+/* A call after the lease whose number is no longer the description: the
+ * pin holds what SQLite was told and nothing can be added to it.  A
+ * release is answered (more stays held until SQLite releases everything,
+ * which lets the pin go), a request for more refused as busy; a question
+ * goes to the kernel, which reports the description's locks too -- only
+ * ever SQLite's own, which it asks about only where it holds none. */
+static int orphan(struct pdb *db, int cmd, struct flock *l, int *r)
+{
+	struct alex_held *h = &db->held, next = *h;
+
+	if (cmd == F_GETLK)
+		return 0;
+	if (releases_all(cmd, l)) {
+		alex_held_apply(h, l);
+		release(db);
+		*r = 0;
+		return 2;
+	}
+	if (!sqlites(cmd, l)) {
+		*r = -1;
+		errno = cmd == F_SETLKW || cmd == F_OFD_SETLKW ? EDEADLK : EAGAIN;
+		return 1;
+	}
+	alex_held_apply(&next, l);
+	if (next.pending > h->pending || next.reserved > h->reserved || next.shared > h->shared) {
+		*r = -1;
+		errno = EAGAIN;
+		return 2;
+	}
+	*h = next;
+	*r = 0;
+	return 2;
+}
+
 /* A call after the lease (SPAN_REAL): made on the span's description, as
  * SQLite asked it (2), until SQLite releases everything. */
 static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(int, int, ...),
@@ -622,6 +699,8 @@ static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(
 
 	if (!touches(l))
 		return 0;
+	if (!mine(db))
+		return orphan(db, cmd, l, r);
 	if (cmd == F_GETLK && within(l)) {
 		/* the kernel leaves out the description's own locks, as it
 		 * leaves out a process's own POSIX locks from F_GETLK */
@@ -804,7 +883,7 @@ void alex_span_forked(struct pdb *db)
 	 * copied */
 	if (db->span_fd >= 0) {
 		alex_kept_mark(db->span_fd, 0);
-		if (alex_fd_is(db->span_fd, db->dev, db->ino))
+		if (mine(db))
 			REAL(close)(db->span_fd);
 	}
 	db->span_fd = -1;

@@ -134,7 +134,6 @@ struct pdb {
 	int span_fd;         /* the span's own open file description of the
 				file, -1 not yet, -2 none (span.c) */
 	void *span_pin;      /* a mapping of it, which keeps it open */
-	struct alex_kept_check span_check; /* ... still ours (pdb.h) */
 	int maps;            /* SQLite's mappings of the file (mmap.c) */
 	unsigned flusher_gen; /* (atomic) odd while the flusher holds SQLite's
 				lock bytes to merge (staging.c), +2 each time:
