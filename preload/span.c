@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 
 #include "config.h"
@@ -265,13 +266,77 @@ static int ours_made(void)
 #define MARK_FLAGS (O_RDWR | O_APPEND | O_DSYNC | O_NONBLOCK)
 #define MARK_MASK (O_ACCMODE | O_APPEND | O_SYNC | O_NONBLOCK | O_ASYNC | O_DIRECT)
 
+/*
+ * Every database's span description carries the mark, so the mark alone
+ * cannot tell one from another (review: a number one database lost and
+ * another's span then opened passed, and the first database locked the
+ * second's file).  Each number's owner is kept here: the kernel hands out
+ * only a free number, so an owner that is not this pdb proves the number
+ * lost.  The owner is set before the mark is complete (O_NONBLOCK, set by
+ * F_SETFL after), and read on both sides of the F_GETFL, so that a check
+ * racing a new owner's open sees either the other owner or no mark.
+ */
+#define OWNERS 65536
+static struct pdb *owners[OWNERS];
+
+static int owned(const struct pdb *db)
+{
+	return __atomic_load_n(&owners[db->span_fd], __ATOMIC_ACQUIRE) == db;
+}
+
 /* Is the span's number still its description? */
 static int mine(const struct pdb *db)
 {
-	int saved = errno, fl = db->span_fd >= 0 ? REAL(fcntl)(db->span_fd, F_GETFL) : -1;
-
+	if (db->span_fd < 0 || db->span_fd >= OWNERS || !owned(db))
+		return 0;
+	int saved = errno;
+	uint64_t t0 = ALEX_TRACE_T0();
+	int fl = REAL(fcntl)(db->span_fd, F_GETFL);
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, db->span_fd, t0, F_GETFL, fl, NULL);
 	errno = saved;
-	return fl >= 0 && (fl & MARK_MASK) == MARK_FLAGS;
+	return fl >= 0 && (fl & MARK_MASK) == MARK_FLAGS && owned(db);
+}
+
+/* The number is no longer db's (closed, or found another's) */
+static void disown_fd(int fd, struct pdb *db)
+{
+	if (fd >= 0 && fd < OWNERS)
+		__atomic_compare_exchange_n(&owners[fd], &db, NULL, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+}
+
+static void disown(struct pdb *db)
+{
+	disown_fd(db->span_fd, db);
+}
+
+/* Is fd on a file system shared over a network?  A lock there is the
+ * server's, which may lose it (a lease expired, a partition) and tell only
+ * I/O under it; a span answered from memory does none. */
+static int remote(int fd)
+{
+	static const long kinds[] = {
+		0x6969,	    /* NFS */
+		0x517b,	    /* SMB */
+		0xff534d42, /* CIFS */
+		0xfe534d42, /* SMB2 */
+		0x00c36400, /* Ceph */
+		0x65735546, /* FUSE */
+		0x01021997, /* 9P */
+		0x5346414f, /* AFS */
+		0x7461636f, /* OCFS2 */
+		0x01161970, /* GFS2 */
+		0x0bd00bd0, /* Lustre */
+		0x47504653, /* GPFS */
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) != 0)
+		return 1;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if ((long)(unsigned)sf.f_type == kinds[i])
+			return 1;
+	return 0;
 }
 
 /* The span's description and its pin go: its number is closed only while
@@ -282,7 +347,9 @@ static void unpin(struct pdb *db)
 {
 	if (db->span_fd >= 0) {
 		alex_kept_mark(db->span_fd, 0);
-		if (mine(db))
+		int was = mine(db);
+		disown(db);
+		if (was)
 			REAL(close)(db->span_fd);
 	}
 	if (db->span_pin)
@@ -316,20 +383,35 @@ static int own_fd(struct pdb *db)
 	if (!ours_made())
 		return -1;
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", alex_db_fd(db->eng));
-	int flags = MARK_FLAGS | O_CLOEXEC | O_NOCTTY;
+	/* the mark's last flag only once the number is owned (above) */
+	int flags = (MARK_FLAGS & ~O_NONBLOCK) | O_CLOEXEC | O_NOCTTY;
 	int fd = REAL(open)(proc, flags);
 	if (fd < 0)
 		fd = REAL(open)(db->path, flags);
+	if (fd >= OWNERS) {
+		REAL(close)(fd);
+		return -1;
+	}
 	if (fd < 0)
 		return -1;
+	__atomic_store_n(&owners[fd], db, __ATOMIC_RELEASE);
+	uint64_t t0 = ALEX_TRACE_T0();
+	int r = REAL(fcntl)(fd, F_SETFL, MARK_FLAGS & ~O_ACCMODE);
+	alex_trace_own(ALEX_TROLE_DB, ALEX_TK_FCNTL, fd, t0, F_SETFL, r, NULL);
+	if (r != 0) {
+		disown_fd(fd, db);
+		REAL(close)(fd);
+		return -1;
+	}
 	void *pin = MAP_FAILED;
-	if (alex_fd_is(fd, db->dev, db->ino))
+	if (alex_fd_is(fd, db->dev, db->ino) && !remote(fd))
 		pin = REAL(mmap)(NULL, 4096, PROT_NONE, MAP_SHARED, fd, 0);
 	if (pin != MAP_FAILED && madvise(pin, 4096, MADV_DONTFORK) != 0) {
 		REAL(munmap)(pin, 4096);
 		pin = MAP_FAILED;
 	}
 	if (pin == MAP_FAILED) {
+		disown_fd(fd, db);
 		REAL(close)(fd);
 		return -1;
 	}
@@ -883,7 +965,9 @@ void alex_span_forked(struct pdb *db)
 	 * copied */
 	if (db->span_fd >= 0) {
 		alex_kept_mark(db->span_fd, 0);
-		if (mine(db))
+		int was = mine(db);
+		disown(db);
+		if (was)
 			REAL(close)(db->span_fd);
 	}
 	db->span_fd = -1;

@@ -792,6 +792,50 @@ for i in range(40): c.execute("insert into t values(?)", (i,))
 os.lseek(f, 0, 0)
 print(a, b, os.read(f, 5).decode() if f == n else "unused", c.execute("select count(*) from t").fetchone()[0])'
 
+# The span's own descriptor of one database closed by a raw system call,
+# and its number taken by the span of another database of the process
+# (every span's descriptor carries the same flags): the first database's
+# next write transaction, a reader of another process coming in, must never
+# commit beside the reader.  Told apart by the flags alone, the first
+# database took its locks on the second's file and committed (review).
+scenario span-own-other-db "safe 44 took" "$span_prober"'
+d = sys.argv[1]
+x, y = d + "/x.db", d + "/y.db"
+libc = ctypes.CDLL(None, use_errno=True)
+def span_fds(path):
+    out = []
+    for f in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + f) == path and \
+               int(open("/proc/self/fdinfo/" + f).read().split("flags:")[1].split()[0], 8) & os.O_APPEND:
+                out.append(int(f))
+        except OSError: pass
+    return out
+a = sqlite3.connect(x, isolation_level=None, timeout=0)
+a.execute("create table t(x)")
+for i in range(40): a.execute("insert into t values(?)", (i,))
+import time; time.sleep(0.05)  # past the lingering lock: the number idle
+n = span_fds(x)[0]
+b = sqlite3.connect(y, isolation_level=None, timeout=0)
+b.execute("create table t(x)"); b.execute("insert into t values(1)")
+libc.syscall(3, n)  # SYS_close, past the hooks
+for i in range(40):
+    b.execute("insert into t values(?)", (i,))
+    if span_fds(y): break
+p = prober(x, fcntl.F_RDLCK, "reading", "refused")
+for i in range(3): a.execute("insert into t values(?)", (i,))
+a.execute("begin immediate"); a.execute("insert into t values(500)")
+p.stdin.write("go\n"); p.stdin.flush()
+r = p.stdout.readline().strip()
+try:
+    a.execute("commit"); w = "committed"
+except sqlite3.OperationalError:
+    w = "busy"; a.execute("rollback")
+p.stdin.close(); p.wait()
+safe = (r, w) in (("refused", "committed"), ("reading", "busy"))
+print("safe" if safe else "reader %s commit %s" % (r, w), a.execute("select count(*) from t").fetchone()[0],
+      "took" if span_fds(y) == [n] else "elsewhere")'
+
 # The same loss inside a write transaction (a raw dup and a raw close of
 # one copy: no event), a reader of another process coming in: never a
 # commit beside the reader.  The span lock, on a description of its own,
