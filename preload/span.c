@@ -962,14 +962,7 @@ void alex_span_forked(struct pdb *db)
 	db->held.span = SPAN_NONE; /* the parent's, on the description shared */
 	/* the child's copy of the descriptor goes (it drops no lock: the
 	 * parent's copy and its pin keep the description); the pin was not
-	 * copied */
-	if (db->span_fd >= 0) {
-		alex_kept_mark(db->span_fd, 0);
-		int was = mine(db);
-		disown(db);
-		if (was)
-			REAL(close)(db->span_fd);
-	}
-	db->span_fd = -1;
+	 * copied (MADV_DONTFORK) */
 	db->span_pin = NULL;
+	unpin(db);
 }
