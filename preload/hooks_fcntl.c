@@ -130,6 +130,7 @@ static int do_fcntl(struct ofd *o, int fd, int cmd, void *arg, int (*real)(int, 
 		/* SQLite holds a write lock on the span's description: its
 		 * calls are made there until it lets go */
 		int how = alex_span_call(o->db, fd, cmd, arg, 0, real, &r);
+		*served_out = how == 1;
 		if (how > 0)
 			return r;
 	}

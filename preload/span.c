@@ -754,7 +754,7 @@ static int orphan(struct pdb *db, int cmd, struct flock *l, int *r)
 		alex_held_apply(h, l);
 		release(db);
 		*r = 0;
-		return 2;
+		return 1;
 	}
 	if (!sqlites(cmd, l)) {
 		*r = -1;
@@ -765,15 +765,17 @@ static int orphan(struct pdb *db, int cmd, struct flock *l, int *r)
 	if (next.pending > h->pending || next.reserved > h->reserved || next.shared > h->shared) {
 		*r = -1;
 		errno = EAGAIN;
-		return 2;
+		return 1;
 	}
 	*h = next;
 	*r = 0;
-	return 2;
+	return 1;
 }
 
 /* A call after the lease (SPAN_REAL): made on the span's description, as
- * SQLite asked it (2), until SQLite releases everything. */
+ * SQLite asked it, until SQLite releases everything.  Answered (1): the
+ * kernel saw ALEX's own call on the description (traced as ALEX's), not
+ * SQLite's on its descriptor. */
 static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(int, int, ...),
 		  int *r)
 {
@@ -793,13 +795,13 @@ static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(
 		*r = err ? -1 : 0;
 		if (err)
 			errno = err;
-		return 2;
+		return 1;
 	}
 	if (releases_all(cmd, l)) {
 		alex_held_apply(h, l);
 		release(db);
 		*r = 0;
-		return 2;
+		return 1;
 	}
 	if (!sqlites(cmd, l))
 		return foreign(db, fd, cmd, real, r);
@@ -812,7 +814,7 @@ static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(
 		alex_held_apply(h, l);
 	if (!err && !h->pending && !h->reserved && !h->shared && !h->unknown)
 		release(db);
-	return 2;
+	return 1;
 }
 
 /* A call while the write lock lingers (SQLite holds nothing).  SQLite's

@@ -11,8 +11,8 @@
  * first call (first: a read lock on PENDING): -1 when the span lock has
  * nothing to do with it (the caller goes on as without it), 0 when the
  * caller makes the call as asked (then alex_locks_made), 1 when it was
- * answered from the model, 2 when it was made here as asked (*r and errno
- * as the kernel left them; the model follows).
+ * answered here (*r and errno set, the model followed): from the model,
+ * or by a call of ALEX's own on the span's description.
  */
 int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
 		   int (*real)(int, int, ...), int *r);
