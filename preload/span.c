@@ -388,12 +388,12 @@ static int own_fd(struct pdb *db)
 	int fd = REAL(open)(proc, flags);
 	if (fd < 0)
 		fd = REAL(open)(db->path, flags);
+	if (fd < 0)
+		return -1;
 	if (fd >= OWNERS) {
 		REAL(close)(fd);
 		return -1;
 	}
-	if (fd < 0)
-		return -1;
 	__atomic_store_n(&owners[fd], db, __ATOMIC_RELEASE);
 	uint64_t t0 = ALEX_TRACE_T0();
 	int r = REAL(fcntl)(fd, F_SETFL, MARK_FLAGS & ~O_ACCMODE);
@@ -573,8 +573,9 @@ static void begin(struct pdb *db)
  * (the call answered). */
 static int enter(struct pdb *db, int *r)
 {
-	int err = own_fd(db) < 0 ? EBADF
-				 : own_set(db, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
+	int saved = errno, fd = own_fd(db); /* its opens may fail on the way */
+	errno = saved;
+	int err = fd < 0 ? EBADF : own_set(db, F_WRLCK, SQLITE_PENDING_BYTE, SQLITE_LOCK_BYTES);
 
 	if (err) {
 		/* another process holds a lock (or this one does, as POSIX
@@ -600,29 +601,44 @@ static void release(struct pdb *db)
 	db->held.span = SPAN_NONE;
 }
 
+/* SQLite's three regions and what the model says of each */
+struct region {
+	long long start, len;
+	short k;
+};
+
+static void regions(const struct alex_held *h, struct region part[3])
+{
+	part[0] = (struct region){ SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared };
+	part[1] = (struct region){ SQLITE_RESERVED_BYTE, 1, h->reserved };
+	part[2] = (struct region){ SQLITE_PENDING_BYTE, 1, h->pending };
+}
+
 /* The description's locks set to the model, in place and only ever weaker
  * (no moment without what SQLite was told); SQLite's calls are made on it
  * from here (SPAN_REAL).  A call that fails (ENOLCK) leaves more held than
- * SQLite was told: in doubt until its release of all.  A number that is
- * no longer the description leaves the span as it is: the pin holds the
- * write lock over all, and SQLite's release of all lets the pin go. */
-static void to_model(struct pdb *db)
+ * SQLite was told: in doubt until its release of all.  The number is the
+ * description's (mine). */
+static void set_model(struct pdb *db)
 {
-	if (db->held.span == SPAN_HELD && !mine(db))
-		return;
 	struct alex_held *h = &db->held;
-	const struct {
-		long long start, len;
-		short k;
-	} part[3] = { { SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared },
-		      { SQLITE_RESERVED_BYTE, 1, h->reserved },
-		      { SQLITE_PENDING_BYTE, 1, h->pending } };
+	struct region part[3];
 
+	regions(h, part);
 	for (int i = 0; h->span == SPAN_HELD && i < 3; i++)
 		if (part[i].k != WRITE &&
 		    own_set(db, part[i].k == READ ? F_RDLCK : F_UNLCK, part[i].start, part[i].len))
 			h->unknown = 1;
 	h->span = SPAN_REAL;
+}
+
+/* The lease's hand-over.  A number that is no longer the description
+ * leaves the span as it is: the pin holds the write lock over all, and
+ * SQLite's release of all lets the pin go. */
+static void to_model(struct pdb *db)
+{
+	if (mine(db))
+		set_model(db);
 }
 
 /* The span given up for the process's own POSIX locks, which are then what
@@ -640,15 +656,12 @@ static int to_posix(struct pdb *db, int fd, int (*real)(int, int, ...))
 	}
 	if (!mine(db))
 		return -1; /* the pin holds it until SQLite lets go */
-	to_model(db);
+	set_model(db);
 	if (h->pending == WRITE || h->reserved == WRITE || h->shared == WRITE || fd < 0)
 		return -1;
-	const struct {
-		long long start, len;
-		short k;
-	} part[2] = { { SQLITE_SHARED_FIRST, SQLITE_SHARED_SIZE, h->shared },
-		      { SQLITE_PENDING_BYTE, 1, h->pending } };
-	for (int i = 0; i < 2; i++) {
+	struct region part[3];
+	regions(h, part);
+	for (int i = 0; i < 3; i++) {
 		struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
 				   .l_start = part[i].start, .l_len = part[i].len };
 		if (part[i].k == READ && alex_locks_own(fd, F_SETLK, &l, real) != 0)
@@ -688,6 +701,15 @@ static int sqlites(int cmd, const struct flock *l)
 	       (l->l_type == F_RDLCK || l->l_type == F_WRLCK || l->l_type == F_UNLCK);
 }
 
+/* A lock call refused as another owner's lock would refuse it -- never
+ * left to wait for this process itself */
+static int refuse(int cmd, int *r)
+{
+	*r = -1;
+	errno = cmd == F_SETLKW || cmd == F_OFD_SETLKW ? EDEADLK : EAGAIN;
+	return 1;
+}
+
 /* A call on SQLite's bytes that is not SQLite's (another shape, a blocking
  * call, a program's own): the span ends first where it can, and the call
  * is made as asked (0); while SQLite holds a write lock on the span's
@@ -695,11 +717,7 @@ static int sqlites(int cmd, const struct flock *l)
  * it, never left to wait for this process itself (1). */
 static int foreign(struct pdb *db, int fd, int cmd, int (*real)(int, int, ...), int *r)
 {
-	if (to_posix(db, fd, real) == 0)
-		return 0;
-	*r = -1;
-	errno = cmd == F_SETLKW || cmd == F_OFD_SETLKW ? EDEADLK : EAGAIN;
-	return 1;
+	return to_posix(db, fd, real) == 0 ? 0 : refuse(cmd, r);
 }
 
 /* A lock call during the span, under the write lock: see alex_span_call. */
@@ -756,17 +774,11 @@ static int orphan(struct pdb *db, int cmd, struct flock *l, int *r)
 		*r = 0;
 		return 1;
 	}
-	if (!sqlites(cmd, l)) {
-		*r = -1;
-		errno = cmd == F_SETLKW || cmd == F_OFD_SETLKW ? EDEADLK : EAGAIN;
-		return 1;
-	}
+	if (!sqlites(cmd, l))
+		return refuse(cmd, r);
 	alex_held_apply(&next, l);
-	if (next.pending > h->pending || next.reserved > h->reserved || next.shared > h->shared) {
-		*r = -1;
-		errno = EAGAIN;
-		return 1;
-	}
+	if (next.pending > h->pending || next.reserved > h->reserved || next.shared > h->shared)
+		return refuse(cmd, r); /* F_SETLK: EAGAIN */
 	*h = next;
 	*r = 0;
 	return 1;
