@@ -135,6 +135,27 @@ int alex_shm_moved(struct alex_db *db, const struct alex_shm_look *l)
 		     __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != l->gen);
 }
 
+/* Not part of the log's counting: libalex.so's span lock asks the kernel
+ * whether another process is present only when this changed (or after a
+ * while), so an arrival must show here or be found by that while.  Raised
+ * in whatever region is mapped, this log's or not: the reader compares
+ * values only, and reads them only from a region of the log it knows
+ * (alex_shm_arrivals), so a region made anew (which keeps the count) or
+ * retired under it sends it to the kernel, never to a wrong "alone". */
+void alex_shm_arrive(struct alex_db *db)
+{
+	if (db->shm)
+		__atomic_add_fetch(&db->shm->arrivals, 1, __ATOMIC_SEQ_CST);
+}
+
+int alex_shm_arrivals(const struct alex_db *db, uint64_t *v)
+{
+	if (!db->shm || !ours(db->shm, db))
+		return -1;
+	*v = __atomic_load_n(&db->shm->arrivals, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 void alex_shm_retire(struct alex_db *db)
 {
 	struct alex_shm *s = db->shm;

@@ -22,6 +22,8 @@ struct alex_shm {
 	uint8_t uuid[16]; /* the log it counts the changes of */
 	uint64_t gen;     /* +1 after every change an engine made to the log */
 	uint64_t busy;    /* engines inside a change */
+	uint64_t arrivals; /* raised by a process at its first transaction on
+			    * the database (libalex.so's span lock, span.c) */
 };
 
 /* Maps the counter of the log now open (a format-3 log: its every writer
@@ -45,6 +47,13 @@ void alex_shm_look_begin(struct alex_db *db, struct alex_shm_look *l);
 void alex_shm_look_end(struct alex_db *db, const struct alex_shm_look *l, int err);
 /* Was a change made or under way since look_begin?  (Only asks.) */
 int alex_shm_moved(struct alex_db *db, const struct alex_shm_look *l);
+
+/* A process with ALEX begins to use the database: one more arrival.
+ * Nothing when no region is mapped (no log open). */
+void alex_shm_arrive(struct alex_db *db);
+/* The arrivals counted in this log's region: 0 and *v set, or -1 when there
+ * is none to trust (no region, another log's, retired). */
+int alex_shm_arrivals(const struct alex_db *db, uint64_t *v);
 
 /* Before its name is removed: no engine still mapping it believes it. */
 void alex_shm_retire(struct alex_db *db);

@@ -27,6 +27,7 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "shm.h"
 #include "trace.h"
 #include "sqlite_locks.h"
 #include "staging.h"
@@ -529,6 +530,22 @@ int alex_serve_fenced(struct pdb *db)
 	int on = db->eng && alex_fence_now(db->eng, &f);
 	alex_mutex_unlock(&db->mu);
 	return on;
+}
+
+void alex_serve_arrive(struct pdb *db)
+{
+	alex_mutex_lock(&db->mu);
+	if (db->eng)
+		alex_shm_arrive(db->eng);
+	alex_mutex_unlock(&db->mu);
+}
+
+int alex_serve_arrivals(struct pdb *db, uint64_t *v)
+{
+	alex_mutex_lock(&db->mu);
+	int rc = db->eng ? alex_shm_arrivals(db->eng, v) : -1;
+	alex_mutex_unlock(&db->mu);
+	return rc;
 }
 
 int alex_serve_truncate(struct pdb *db, int64_t size)

@@ -46,6 +46,12 @@ uint64_t alex_serve_size(struct pdb *db);
 /* Does the file carry the fence (the log holds this epoch's commits)?
  * SQLite without ALEX then cannot read it (span.c: lingering). */
 int alex_serve_fenced(struct pdb *db);
+/* The process's first transaction on db: counted in the log's shared
+ * region, where a process alone with the database looks (span.c) */
+void alex_serve_arrive(struct pdb *db);
+/* The arrivals counted there: 0 and *v, or -1 when there is no region to
+ * trust (core/shm.h) */
+int alex_serve_arrivals(struct pdb *db, uint64_t *v);
 /* Cuts or extends the database file to size.  0 or -1. */
 int alex_serve_truncate(struct pdb *db, int64_t size);
 /* posix_fallocate on the database: grows it to end if it is smaller.

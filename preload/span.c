@@ -93,6 +93,10 @@ enum { SPAN_NONE = 0, SPAN_HELD = 1, SPAN_LINGER = 2, SPAN_REAL = 3 };
 /* A span holds the write lock for one to two of these at most */
 #define LEASE_MS 2
 
+/* A process alone with a database asks the kernel whether it still is at
+ * least this often, whatever the log's arrivals say (alone) */
+#define ALONE_ASK_MS 4
+
 static int started, refused; /* (atomic) the lease's thread */
 static int fast;             /* (atomic) it ticks: spans are taken */
 static int news;             /* (atomic) a span began since its last tick */
@@ -489,6 +493,9 @@ static void be_present(struct pdb *db)
 	} else if (fd >= 0) {
 		alex_kept_fresh(&db->presence_check);
 		alex_kept_mark(fd, 1); /* a close of its number through the hooks is seen */
+		/* after the lock: a process that reads the count before this
+		 * raise asks the kernel next, which finds the lock */
+		alex_serve_arrive(db);
 	}
 	errno = saved;
 }
@@ -506,9 +513,25 @@ static int others(struct pdb *db)
 	       l.l_type != F_UNLCK;
 }
 
-/* Is this process the only one with ALEX that has db's file open?  Asked
- * at one span in 8 (one in 64 while others were there): a process that
- * comes waits at most those spans of this one. */
+/* Ask the kernel (others), and note what the log's arrivals were before. */
+static void ask(struct pdb *db, uint64_t now)
+{
+	db->span_arrivals_ok = alex_serve_arrivals(db, &db->span_arrivals) == 0;
+	db->span_alone = !others(db);
+	db->span_asked_ns = now;
+	db->span_n = 1;
+}
+
+/*
+ * Is this process the only one with ALEX that has db's file open?  While it
+ * is, the kernel is asked again only when the log's shared region counts a
+ * new arrival (alex_serve_arrive, after the newcomer's presence lock), or
+ * ALONE_ASK_MS after the last question: a newcomer that could not count
+ * itself there (no log open yet, an older ALEX) waits at most that long;
+ * one that did, one span of this process.  Where this process has no
+ * region to read (a read-only engine), at one span in 8.  While others
+ * were there, at one span in 64: one that leaves is noticed that late.
+ */
 static int alone(struct pdb *db)
 {
 	int saved = errno;
@@ -530,8 +553,15 @@ static int alone(struct pdb *db)
 	if (alex_cfg.test_span_alone) /* the span lock under contention */
 		return 1;
 #endif
-	if (db->span_n++ % (db->span_alone ? 8 : 64) == 0)
-		db->span_alone = !others(db);
+	/* no span where the file is not fenced: nothing to ask there */
+	if (!alex_serve_fenced(db))
+		return 0;
+	uint64_t now = alex_now_ns(), seen = 0;
+	int counted = db->span_arrivals_ok && alex_serve_arrivals(db, &seen) == 0;
+	if (!db->span_alone ? db->span_n++ % 64 == 0
+	    : !counted ? db->span_n++ % 8 == 0 /* no region (read-only, no log): as before */
+	    : seen != db->span_arrivals || now - db->span_asked_ns >= ALONE_ASK_MS * 1000000u)
+		ask(db, now);
 	errno = saved;
 	return db->span_alone;
 }
@@ -539,7 +569,7 @@ static int alone(struct pdb *db)
 /* May this process take the span lock at SQLite's first call of a span?
  * Asked without span_mu: what it reads changes only with SQLite's own lock
  * calls, which come one at a time; the lease acts only on a span already
- * taken.  Only on a fenced file: elsewhere nothing lingers (a program
+ * taken.  Only on a fenced file (alone looks): elsewhere nothing lingers (a program
  * without ALEX may write the file between transactions), and a span of
  * its own costs four calls (the description's mark asked at its start and
  * end) against SQLite's three for a read. */
@@ -548,7 +578,7 @@ static int may_enter(struct pdb *db)
 	const struct alex_held *h = &db->held;
 
 	if (h->unknown || h->pending || h->reserved || h->shared || db->forked ||
-	    db->fork_shared || !alone(db) || !ours_made() || !alex_serve_fenced(db))
+	    db->fork_shared || !alone(db) || !ours_made())
 		return 0;
 	if (db->span_skip) {
 		db->span_skip--;

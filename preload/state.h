@@ -123,6 +123,9 @@ struct pdb {
 	struct alex_kept_check presence_check; /* ... still ours (pdb.h) */
 	int span_alone;      /* the last presence query found no other */
 	unsigned span_n;     /* spans since that query */
+	uint64_t span_asked_ns; /* when it was made (monotonic) ... */
+	uint64_t span_arrivals; /* ... and the log's arrivals read before it */
+	int span_arrivals_ok;  /* (there was a region to read them from) */
 	unsigned span_warm;  /* spans asked for, up to SPAN_WARM (span.c) */
 	unsigned span_skip;  /* spans left without the span lock (refused) */
 	alex_mutex span_mu; /* held while the span's state changes: by

@@ -287,3 +287,41 @@ Test(shm, every_change_of_a_growing_log_is_counted)
 	alex_close(a);
 	all_counted();
 }
+
+/* The arrivals (libalex.so's presence shortcut, span.c): one engine's
+ * arrival shows to another as a changed value; a region that is damaged,
+ * another log's or made anew is no answer at all (the reader then asks the
+ * kernel), and never one equal to what the reader saw last. */
+Test(shm, an_arrival_shows_and_a_region_in_doubt_answers_nothing)
+{
+	alex_db *a = open_engine(&cfg, &io), *c = open_engine(&cfg, &io);
+	uint64_t v0, v1, v2;
+
+	cr_expect_eq(alex_shm_arrivals(a, &v0), -1, "no log yet: no region");
+	alex_shm_arrive(a); /* harmless without one */
+	commit_and_follow(a, c, 1, 0);
+	cr_assert_eq(alex_shm_arrivals(a, &v0), 0);
+	cr_assert_eq(alex_shm_arrivals(c, &v1), 0);
+	cr_expect_eq(v0, v1, "two engines read one value");
+	alex_shm_arrive(c);
+	cr_assert_eq(alex_shm_arrivals(a, &v1), 0);
+	cr_expect_neq(v1, v0, "c's arrival unseen by a");
+
+	struct alex_shm *s = alex_mem_shm(mem, SHM);
+	cr_assert_not_null(s);
+	s->uuid[0] ^= 1; /* another log's region */
+	cr_expect_eq(alex_shm_arrivals(a, &v2), -1, "another log's region believed");
+	s->uuid[0] ^= 1;
+	memset(s->magic, 0, sizeof s->magic); /* retired, or damaged */
+	cr_expect_eq(alex_shm_arrivals(a, &v2), -1, "a retired region believed");
+	/* made anew at the next look: the count goes on where it was */
+	commit_and_follow(c, a, 2, 1);
+	cr_assert_eq(alex_shm_arrivals(a, &v2), 0);
+	cr_expect_eq(v2, v1, "a region made anew lost or reset the count");
+	alex_shm_arrive(a);
+	cr_assert_eq(alex_shm_arrivals(c, &v2), 0);
+	cr_expect_eq(v2, v1 + 1);
+	alex_close(c);
+	alex_close(a);
+	all_counted();
+}
