@@ -68,18 +68,27 @@ static void look_begin(int dirfd, const char *path, struct stat64 *st, struct na
 	l->known = 0;
 	if (!alex_active() || !path)
 		return;
-	/* the lookup may stat the database's name (no database open under
-	 * it): its errno is not the caller's */
-	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
-	/* a database's own name (alex_match's: any other name takes no
-	 * registry lock): the kernel's answer as kept (watch.c) */
-	if (l->role == ROLE_DB && st && (l->db = alex_pdb_named(path))) {
+	/* a database's own name, as SQLite stats it twice a write
+	 * transaction: the name an open database was matched under is
+	 * alex_match's ROLE_DB already (pdb.c: path_matches), so one lookup
+	 * answers it, not the name's match first (some 300 instructions);
+	 * the kernel's answer as kept (watch.c) */
+	if (st && !alex_sidecar_suffix(path) && (l->db = alex_pdb_named(path))) {
+		l->role = ROLE_DB;
 		if (alex_watch_stat(l->db, st)) {
 			set_size(st, l->db);
 			l->known = 1;
 			l->rc = 0;
 		}
-	} else if (l->db && st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
+		errno = saved;
+		return;
+	}
+	/* the lookup may stat the database's name (no database open under
+	 * it): its errno is not the caller's.  A sidecar's name (journal,
+	 * WAL) comes with its database; a database's name without one was
+	 * not an open database's (above) */
+	l->role = alex_pdb_sidecar(dirfd, path, &l->db);
+	if (l->db && st && alex_name_known(l->db, l->role, st, &exists, &l->before)) {
 		l->known = 1;
 		l->rc = exists ? 0 : -1;
 	}

@@ -179,6 +179,12 @@ static size_t strip(const char *path, size_t len, const char *suffix, size_t k)
 	return len > k && memcmp(path + len - k, suffix, k) == 0 ? len - k : 0;
 }
 
+int alex_sidecar_suffix(const char *path)
+{
+	size_t len = strlen(path);
+	return strip(path, len, "-journal", 8) || strip(path, len, "-wal", 4);
+}
+
 enum alex_role alex_pdb_name(const char *path, struct pdb **out)
 {
 	enum alex_role role;

@@ -32,6 +32,8 @@ enum alex_role alex_pdb_name(const char *path, struct pdb **db);
 /* The one database opened under exactly this canonical name (an
  * ALEX_MATCH one), with a reference; NULL otherwise.  No system call. */
 struct pdb *alex_pdb_named(const char *path);
+/* Does path end as a journal's or a WAL's name does? */
+int alex_sidecar_suffix(const char *path);
 /*
  * Any name: its role (alex_match's), and for a journal's or WAL's name the
  * open database it belongs to in *db (with a reference), or NULL.  The
