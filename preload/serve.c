@@ -540,10 +540,13 @@ void alex_serve_arrive(struct pdb *db)
 	alex_mutex_unlock(&db->mu);
 }
 
-int alex_serve_arrivals(struct pdb *db, uint64_t *v)
+int alex_serve_span_look(struct pdb *db, uint64_t *arrivals)
 {
+	struct alex_fence f;
+
 	alex_mutex_lock(&db->mu);
-	int rc = db->eng ? alex_shm_arrivals(db->eng, v) : -1;
+	int rc = !db->eng || !alex_fence_now(db->eng, &f) ? -1
+		 : alex_shm_arrivals(db->eng, arrivals) == 0 ? 0 : 1;
 	alex_mutex_unlock(&db->mu);
 	return rc;
 }

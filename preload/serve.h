@@ -49,9 +49,10 @@ int alex_serve_fenced(struct pdb *db);
 /* The process's first transaction on db: counted in the log's shared
  * region, where a process alone with the database looks (span.c) */
 void alex_serve_arrive(struct pdb *db);
-/* The arrivals counted there: 0 and *v, or -1 when there is no region to
- * trust (core/shm.h) */
-int alex_serve_arrivals(struct pdb *db, uint64_t *v);
+/* At a span's start, under one lock: -1 when the file is not fenced
+ * (alex_serve_fenced), else 0 with the arrivals counted there in
+ * *arrivals, or 1 when there is no region to trust (core/shm.h) */
+int alex_serve_span_look(struct pdb *db, uint64_t *arrivals);
 /* Cuts or extends the database file to size.  0 or -1. */
 int alex_serve_truncate(struct pdb *db, int64_t size);
 /* posix_fallocate on the database: grows it to end if it is smaller.

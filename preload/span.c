@@ -514,9 +514,12 @@ static int others(struct pdb *db)
 }
 
 /* Ask the kernel (others), and note what the log's arrivals were before. */
-static void ask(struct pdb *db, uint64_t now)
+/* Ask the kernel (others); arrivals is the log's count read before (ok: there
+ * was a region to read it from). */
+static void ask(struct pdb *db, uint64_t now, int ok, uint64_t arrivals)
 {
-	db->span_arrivals_ok = alex_serve_arrivals(db, &db->span_arrivals) == 0;
+	db->span_arrivals_ok = ok;
+	db->span_arrivals = arrivals;
 	db->span_alone = !others(db);
 	db->span_asked_ns = now;
 	db->span_n = 1;
@@ -524,13 +527,16 @@ static void ask(struct pdb *db, uint64_t now)
 
 /*
  * Is this process the only one with ALEX that has db's file open?  While it
- * is, the kernel is asked again only when the log's shared region counts a
- * new arrival (alex_serve_arrive, after the newcomer's presence lock), or
- * ALONE_ASK_MS after the last question: a newcomer that could not count
- * itself there (no log open yet, an older ALEX) waits at most that long;
- * one that did, one span of this process.  Where this process has no
- * region to read (a read-only engine), at one span in 8.  While others
- * were there, at one span in 64: one that leaves is noticed that late.
+ * is, the kernel is asked again when the log's shared region counts a new
+ * arrival (alex_serve_arrive, after the newcomer's presence lock), and
+ * otherwise only after both 8 spans and ALONE_ASK_MS since the last
+ * question: a newcomer that counted itself waits one span of this process;
+ * one that could not (no log open yet, an older ALEX) at most the longer
+ * of the two -- and no more calls are made than at one span in 8, however
+ * far apart the spans are.  Where this process has no region to read (a
+ * read-only engine), at one span in 8.  While others were there, at one
+ * span in 64: one that leaves is noticed that late.  Only on a fenced
+ * file: no span is taken elsewhere, so nothing is asked there.
  */
 static int alone(struct pdb *db)
 {
@@ -549,19 +555,21 @@ static int alone(struct pdb *db)
 	}
 	if (!lease_thread())
 		return 0;
+	uint64_t seen = 0;
+	int look = alex_serve_span_look(db, &seen);
+	if (look < 0)
+		return 0;
 #ifdef ALEX_TESTING
 	if (alex_cfg.test_span_alone) /* the span lock under contention */
 		return 1;
 #endif
-	/* no span where the file is not fenced: nothing to ask there */
-	if (!alex_serve_fenced(db))
-		return 0;
-	uint64_t now = alex_now_ns(), seen = 0;
-	int counted = db->span_arrivals_ok && alex_serve_arrivals(db, &seen) == 0;
-	if (!db->span_alone ? db->span_n++ % 64 == 0
-	    : !counted ? db->span_n++ % 8 == 0 /* no region (read-only, no log): as before */
-	    : seen != db->span_arrivals || now - db->span_asked_ns >= ALONE_ASK_MS * 1000000u)
-		ask(db, now);
+	unsigned n = db->span_n++; /* spans since the last question, from 1 */
+	uint64_t now = 0;
+	if (!db->span_alone ? n % 64 == 0
+	    : look != 0 || !db->span_arrivals_ok ? n % 8 == 0
+	    : seen != db->span_arrivals ||
+		      (n >= 8 && (now = alex_now_ns()) - db->span_asked_ns >= ALONE_ASK_MS * 1000000u))
+		ask(db, now ? now : alex_now_ns(), look == 0, seen);
 	errno = saved;
 	return db->span_alone;
 }

@@ -93,7 +93,8 @@ calls() { # N [VAR=VALUE]: total system calls of N inserts
 }
 # 3.03 with the span lock: the record's pwrite, SQLite's getpid and geteuid,
 # and a presence query now and then (span.c: only when the log's region
-# counts an arrival, or 4 ms after the last; 3.13 when it was one span in 8).
+# counts an arrival, or after 8 spans and 4 ms; 3.13 when it was one span
+# in 8).
 for case in "310 " "1150 ALEX_SPAN_LOCK=0" "650 ALEX_NAME_RING=0"; do
 	limit=${case%% *} set=${case#* }
 	a=$(calls 200 "$set") b=$(calls 400 "$set")
