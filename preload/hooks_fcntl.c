@@ -148,7 +148,7 @@ static int do_fcntl(struct ofd *o, int fd, int cmd, void *arg, int (*real)(int, 
 	int means = lock_meaning(cmd, arg);
 	if (means & RELEASES_RESERVED) {
 		ALEX_COUNT(reserved_releases, 1);
-		if (alex_serve_commit(o->db) != 0)
+		if (alex_serve_commit_open(o->db) != 0)
 			return -1; /* the lock stays: SQLite reports the failed unlock */
 	} else if ((means & SHARED_READ) && alex_locks_may_hold_exclusive(o->db) &&
 		   alex_serve_commit_open(o->db) != 0) {

@@ -663,7 +663,7 @@ int alex_serve_commit_open(struct pdb *db)
 
 int alex_serve_journal_done(struct pdb *db)
 {
-	int r = alex_serve_commit(db), saved = errno;
+	int r = alex_serve_commit_open(db), saved = errno;
 
 	alex_mutex_lock(&db->mu);
 	alex_multidb_end(db);

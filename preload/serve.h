@@ -59,12 +59,15 @@ int alex_serve_truncate(struct pdb *db, int64_t size);
  * 0 or an errno (that function's convention). */
 int alex_serve_extend(struct pdb *db, uint64_t end);
 
-/* A commit boundary SQLite showed (a sync, RESERVED released, the last
- * close).  0 or -1. */
+/* A commit boundary SQLite showed (its sync of the database); then also
+ * the syncing thread asked for, or started, if the commit left work for
+ * it.  0 or -1. */
 int alex_serve_commit(struct pdb *db);
 /* alex_serve_commit, when the engine holds an open transaction or a
- * database's part of one across several: SQLite lowering EXCLUSIVE, which
- * usually follows a commit already made at its sync or journal's end. */
+ * database's part of one across several: SQLite lowering EXCLUSIVE or
+ * releasing RESERVED, or finalizing its journal, which usually follow a
+ * commit already made at its sync.  Nothing else then (no lock, no look
+ * at the syncing thread: the commit that made the work asked already). */
 int alex_serve_commit_open(struct pdb *db);
 /* SQLite finalized db's journal: its transaction is over.  0 or -1. */
 int alex_serve_journal_done(struct pdb *db);
