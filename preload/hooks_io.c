@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "journal.h"
 #include "mmap.h"
+#include "multidb.h"
 #include "real.h"
 #include "record.h"
 #include "serve.h"
@@ -125,7 +126,7 @@ static ssize_t do_pwrite(int fd, const void *buf, size_t n, off64_t off,
 		return r;
 	if (off == 0 && alex_all_zero(buf, n))
 		return journal_done(o, r);
-	if (r == (ssize_t)n)
+	if (r == (ssize_t)n && alex_multidb_may_name_super(buf, n, off))
 		alex_serve_journal_write(o->db, buf, n, off);
 	return r;
 }

@@ -53,7 +53,7 @@
 #include "record.h"
 
 /* SQLite's journal magic (pager.c, aJournalMagic) */
-static const unsigned char journal_magic[8] = { 0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7 };
+static const unsigned char journal_magic[8] = ALEX_JOURNAL_MAGIC;
 /* the reference journal: a zero first byte, then this */
 static const char ref_sig[] = "ALEX reference journal";
 #define REF_HEAD 512u
@@ -100,13 +100,6 @@ static void read_super(jread_fn rd, void *from, uint64_t end, char *out, size_t 
 	out[len] = 0;
 	if (name_sum(out, len) != sum)
 		out[0] = 0;
-}
-
-int alex_multidb_may_name_super(const void *buf, size_t n, int64_t off)
-{
-	/* the last write of writeSuperJournal: the magic after name, length
-	 * and checksum (the journal's own header, at 0, starts with it too) */
-	return n == 8 && off > 16 && memcmp(buf, journal_magic, 8) == 0;
 }
 
 int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,

@@ -71,8 +71,8 @@ int alex_serve_commit(struct pdb *db);
 int alex_serve_commit_open(struct pdb *db);
 /* SQLite finalized db's journal: its transaction is over.  0 or -1. */
 int alex_serve_journal_done(struct pdb *db);
-/* A write to db's in-memory journal, after it succeeded: SQLite may be
- * naming a super-journal (multidb.c). */
+/* A write to db's in-memory journal, after it succeeded, that may name a
+ * super-journal (alex_multidb_may_name_super, asked by the caller). */
 void alex_serve_journal_write(struct pdb *db, const void *buf, size_t n, int64_t off);
 /* SQLite is about to remove super, a super-journal: db's part of that
  * transaction is committed first, if db has one.  0 or an errno. */
