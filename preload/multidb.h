@@ -10,13 +10,11 @@
 
 /* Is path named as SQLite names a super-journal ("<db>-mj" and hex)? */
 int alex_multidb_is_super(const char *path);
-/* A write to db's in-memory journal that succeeded: is it the one that
- * names a super-journal?  Then its name is in name (cap bytes).  Under
- * db->mu. */
 /* SQLite's journal magic, which ends a super-journal's name in a journal */
 #define ALEX_JOURNAL_MAGIC { 0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7 }
-/* The test of that without the journal's bytes: a write that cannot be
- * it (no lock needed).  Inline: it is asked at every journal write. */
+/* Can a write to an in-memory journal be the one that names a
+ * super-journal?  Without the journal's bytes (no lock needed); inline:
+ * it is asked at every journal write. */
 static inline int alex_multidb_may_name_super(const void *buf, size_t n, int64_t off)
 {
 	static const unsigned char magic[8] = ALEX_JOURNAL_MAGIC;
@@ -24,6 +22,9 @@ static inline int alex_multidb_may_name_super(const void *buf, size_t n, int64_t
 	 * and checksum (the journal's own header, at 0, starts with it too) */
 	return n == 8 && off > 16 && memcmp(buf, magic, 8) == 0;
 }
+/* A write to db's in-memory journal that succeeded: is it the one that
+ * names a super-journal?  Then its name is in name (cap bytes).  Under
+ * db->mu. */
 int alex_multidb_super_of(struct pdb *db, const void *buf, size_t n, int64_t off, char *name,
 			  size_t cap);
 
