@@ -676,8 +676,8 @@ void alex_serve_journal_write(struct pdb *db, const void *buf, size_t n, int64_t
 {
 	char name[PATH_MAX];
 
-	if (!alex_multidb_may_name_super(buf, n, off))
-		return; /* every journal write but one per multi-database commit */
+	/* the caller asked alex_multidb_may_name_super; super_of asks the
+	 * journal's bytes, under the lock */
 	alex_mutex_lock(&db->mu);
 	if (alex_multidb_super_of(db, buf, n, off, name, sizeof name))
 		alex_multidb_begin(db, name);

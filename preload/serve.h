@@ -66,8 +66,9 @@ int alex_serve_commit(struct pdb *db);
 /* alex_serve_commit, when the engine holds an open transaction or a
  * database's part of one across several: SQLite lowering EXCLUSIVE or
  * releasing RESERVED, or finalizing its journal, which usually follow a
- * commit already made at its sync.  Nothing else then (no lock, no look
- * at the syncing thread: the commit that made the work asked already). */
+ * commit already made at its sync.  Nothing else then (no empty commit, no
+ * look at the syncing thread: the commit that made the work asked
+ * already). */
 int alex_serve_commit_open(struct pdb *db);
 /* SQLite finalized db's journal: its transaction is over.  0 or -1. */
 int alex_serve_journal_done(struct pdb *db);

@@ -516,12 +516,12 @@ static int others(struct pdb *db)
 /* Ask the kernel (others), and note what the log's arrivals were before. */
 /* Ask the kernel (others); arrivals is the log's count read before (ok: there
  * was a region to read it from). */
-static void ask(struct pdb *db, uint64_t now, int ok, uint64_t arrivals)
+static void ask(struct pdb *db, int ok, uint64_t arrivals)
 {
 	db->span_arrivals_ok = ok;
 	db->span_arrivals = arrivals;
 	db->span_alone = !others(db);
-	db->span_asked_ns = now;
+	db->span_asked_ns = alex_now_ns();
 	db->span_n = 1;
 }
 
@@ -564,12 +564,11 @@ static int alone(struct pdb *db)
 		return 1;
 #endif
 	unsigned n = db->span_n++; /* spans since the last question, from 1 */
-	uint64_t now = 0;
 	if (!db->span_alone ? n % 64 == 0
 	    : look != 0 || !db->span_arrivals_ok ? n % 8 == 0
 	    : seen != db->span_arrivals ||
-		      (n >= 8 && (now = alex_now_ns()) - db->span_asked_ns >= ALONE_ASK_MS * 1000000u))
-		ask(db, now ? now : alex_now_ns(), look == 0, seen);
+		      (n >= 8 && alex_now_ns() - db->span_asked_ns >= ALONE_ASK_MS * 1000000u))
+		ask(db, look == 0, seen);
 	errno = saved;
 	return db->span_alone;
 }
@@ -577,10 +576,10 @@ static int alone(struct pdb *db)
 /* May this process take the span lock at SQLite's first call of a span?
  * Asked without span_mu: what it reads changes only with SQLite's own lock
  * calls, which come one at a time; the lease acts only on a span already
- * taken.  Only on a fenced file (alone looks): elsewhere nothing lingers (a program
- * without ALEX may write the file between transactions), and a span of
- * its own costs four calls (the description's mark asked at its start and
- * end) against SQLite's three for a read. */
+ * taken.  Only on a fenced file (alone looks): elsewhere nothing lingers
+ * (a program without ALEX may write the file between transactions), and a
+ * span of its own costs four calls (the description's mark asked at its
+ * start and end) against SQLite's three for a read. */
 static int may_enter(struct pdb *db)
 {
 	const struct alex_held *h = &db->held;
@@ -794,6 +793,15 @@ static int in_span(struct pdb *db, int fd, int cmd, struct flock *l, int linger,
 	return 1;
 }
 
+/* After the lease: SQLite let go of everything (answered). */
+static int let_go(struct pdb *db, const struct flock *l, int *r)
+{
+	alex_held_apply(&db->held, l);
+	release(db);
+	*r = 0;
+	return 1;
+}
+
 /* A call after the lease whose number is no longer the description: the
  * pin holds what SQLite was told and nothing can be added to it.  A
  * release is answered (more stays held until SQLite releases everything,
@@ -806,12 +814,8 @@ static int orphan(struct pdb *db, int cmd, struct flock *l, int *r)
 
 	if (cmd == F_GETLK)
 		return 0;
-	if (releases_all(cmd, l)) {
-		alex_held_apply(h, l);
-		release(db);
-		*r = 0;
-		return 1;
-	}
+	if (releases_all(cmd, l))
+		return let_go(db, l, r);
 	if (!sqlites(cmd, l))
 		return refuse(cmd, r);
 	alex_held_apply(&next, l);
@@ -847,12 +851,8 @@ static int on_own(struct pdb *db, int fd, int cmd, struct flock *l, int (*real)(
 			errno = err;
 		return 1;
 	}
-	if (releases_all(cmd, l)) {
-		alex_held_apply(h, l);
-		release(db);
-		*r = 0;
-		return 1;
-	}
+	if (releases_all(cmd, l))
+		return let_go(db, l, r);
 	if (!sqlites(cmd, l))
 		return foreign(db, fd, cmd, real, r);
 	struct flock q = *l;
