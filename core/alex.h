@@ -188,6 +188,19 @@ int alex_truncate(alex_db *db, enum alex_file f, uint64_t size);
 int alex_commit(alex_db *db);
 
 /*
+ * alex_commit for a write that may be a transaction's last with nothing
+ * after it to show its end (SQLite with no journal and no sync: the
+ * preload commits every such write as it is made).  ALEX_SYNC_FULL does
+ * not sync it: the next alex_commit does, with or without a transaction
+ * open, as does the syncing thread (alex_sync_start) and alex_close.
+ */
+int alex_commit_now(alex_db *db);
+
+/* 1 when alex_commit has something to do: a transaction open, or FULL
+ * mode's records of alex_commit_now not yet synced. */
+int alex_commit_due(const alex_db *db);
+
+/*
  * Catches up with transactions other engines (other processes) committed to
  * the same log since this one last looked, including a checkpoint they made
  * and a log they made or removed; with nothing in the log, with the sizes of

@@ -246,10 +246,11 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 		db->unsynced_bytes += len;
 		db->unsynced_seq++;
 		/* the first unsynced commit: the syncing thread, asleep while
-		 * nothing waits, starts its clock (alex_sync_wanted) */
+		 * nothing waits, starts its clock (alex_sync_wanted) -- not for
+		 * FULL's (alex_commit_now), which the next boundary syncs */
 		if (!db->unsynced_since_ns) {
 			db->unsynced_since_ns = now;
-			db->bg_want = 1;
+			db->bg_want = db->cfg.sync == ALEX_SYNC_NORMAL;
 		}
 		/* the whole window: synced here, before the commit returns;
 		 * most of it: a sync outside the lock is asked for, which keeps
@@ -281,6 +282,25 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	return 0;
 }
 
+/* FULL mode, no transaction open: alex_commit_now's records, synced as a
+ * commit's would be (a carried epoch's copy let go first: carry.c). */
+static int sync_written(alex_db *db)
+{
+	if (db->failed)
+		return ALEX_EFAILED;
+	if (alex_carry_let_go(db)) {
+		db->st.checkpoint_failures++;
+		if (db->failed)
+			return ALEX_EFAILED;
+	}
+	return alex_sync(db);
+}
+
+int alex_commit_due(const alex_db *db)
+{
+	return alex_txn_open(db) || (db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit);
+}
+
 /* sync: FULL's promise, that the record is on disk before this returns.
  * cond: the super-journal of a transaction across databases (or NULL). */
 static int commit(alex_db *db, int sync, const char *cond)
@@ -293,7 +313,8 @@ static int commit(alex_db *db, int sync, const char *cond)
 	 * (release its lock, delete its journal) and say the error at its
 	 * next read or write instead */
 	if (!alex_txn_open(db))
-		return 0;
+		return sync && db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit
+			       ? sync_written(db) : 0;
 	if (db->failed)
 		return ALEX_EFAILED;
 	int to_wal = enters_wal(db);
@@ -341,6 +362,19 @@ int alex_commit(alex_db *db)
 	int err = commit(db, sync, NULL);
 	if (err)
 		db->shm_seen_ok = 0; /* a record written, not published: read it */
+	return err;
+}
+
+int alex_commit_now(alex_db *db)
+{
+	/* FULL: synced only to let a carried epoch's finished copy go, once
+	 * a cycle, as the commit after it always does (carry.c) */
+	int sync = db->cond_open && db->cfg.sync != ALEX_SYNC_OFF;
+	if (db->cfg.sync == ALEX_SYNC_FULL && db->ca.state == ALEX_CA_DONE)
+		sync = 1;
+	int err = commit(db, sync, NULL);
+	if (err)
+		db->shm_seen_ok = 0;
 	return err;
 }
 

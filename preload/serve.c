@@ -313,7 +313,7 @@ void alex_serve_close(struct pdb *db)
 	alex_mutex_unlock(&db->mu);
 	/* What SQLite wrote without a sync of its own (synchronous=OFF) is
 	 * still a finished transaction to it. */
-	int kick, rc = alex_staging_commit(db, &kick);
+	int kick, rc = alex_staging_commit(db, 0, &kick);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: final commit: %s", db->path, alex_strerror(rc));
 	/* Checkpoint only if no other process uses the database: their engines
@@ -431,6 +431,29 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 	return rc;
 }
 
+static int commit_locked(struct pdb *db, int now, int *kick);
+
+/*
+ * Does SQLite's journal hold a transaction?  Its header's magic is in
+ * place before SQLite writes any page of the database, and gone (zeroed,
+ * cut, deleted) when the transaction is over.  A write with none is
+ * committed as it is made (alex_serve_io): with journal_mode=MEMORY or OFF,
+ * synchronous=OFF and locking_mode=EXCLUSIVE SQLite shows ALEX no end of a
+ * transaction at all -- no sync, no journal, no lock released -- and a
+ * write collected until one came would be lost with the process, where
+ * plain SQLite's is in the page cache (docs/PRELOAD.md, "Transaction
+ * boundaries").  Under db->mu.
+ */
+static int journal_live(const struct pdb *db)
+{
+	uint64_t magic;
+
+	if (!db->j.exists || db->j.size < sizeof magic)
+		return 0;
+	memcpy(&magic, db->j.data, sizeof magic);
+	return magic != 0;
+}
+
 ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
 		      enum alex_serve_io how)
 {
@@ -466,7 +489,18 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	}
 	if (!rc)
 		*pos = at;
+	int err = 0, kick = 0;
+	if (writing && !rc && total && !journal_live(db)) {
+		err = commit_locked(db, 1, &kick);
+		ALEX_COUNT(writes_committed, 1);
+	}
 	alex_mutex_unlock(&db->mu);
+	if (kick)
+		alex_flusher_kick();
+	if (err) {
+		errno = err;
+		return -1;
+	}
 	if (writing) {
 		ALEX_COUNT(writes, 1);
 		ALEX_COUNT(write_bytes, (uint64_t)total);
@@ -614,24 +648,19 @@ static int sync_inline(struct pdb *db)
 	return rc ? rc : alex_sync(db->eng);
 }
 
-/* if_open: nothing at all (not even the lock's second turn) when no
- * transaction is open */
-static int serve_commit(struct pdb *db, int if_open)
+/* Under db->mu: a commit where it belongs, and the syncing it calls for.
+ * now: a write committed as it is made (alex_serve_io).  0 or an errno. */
+static int commit_locked(struct pdb *db, int now, int *kick)
 {
-	int err = 0, saved = errno, kick = 0;
+	int err;
 
-	alex_mutex_lock(&db->mu);
-	int super = db->super && !db->super_done;
-	if (if_open && !super && !alex_txn_open(alex_top(db))) {
-		alex_mutex_unlock(&db->mu);
-		return 0;
-	}
-	if (super)
+	*kick = 0;
+	if (db->super && !db->super_done)
 		err = alex_multidb_commit(db); /* one database of several */
-	else if ((err = alex_staging_commit(db, &kick)))
+	else if ((err = alex_staging_commit(db, now, kick)))
 		err = alex_errno_of(err);
 	ALEX_MMAP_CHECK(db, "a commit");
-	kick |= alex_sync_wanted(db->eng);
+	*kick |= alex_sync_wanted(db->eng);
 	/* No thread yet: any commit that leaves something unsynced asks for
 	 * one -- a fork()ed child inherits its parent's unsynced clock, and
 	 * its commits would ask for none (review) -- unless it put the
@@ -642,8 +671,23 @@ static int serve_commit(struct pdb *db, int if_open)
 			alex_msg(ALEX_MSG_ERROR, "%s: sync: %s", db->path, alex_strerror(rc));
 			err = alex_errno_of(rc);
 		}
-		kick = !wal;
+		*kick = !wal;
 	}
+	return err;
+}
+
+/* if_open: nothing at all (not even the lock's second turn) when there is
+ * nothing to commit */
+static int serve_commit(struct pdb *db, int if_open)
+{
+	int saved = errno, kick = 0;
+
+	alex_mutex_lock(&db->mu);
+	if (if_open && !(db->super && !db->super_done) && !alex_commit_due(alex_top(db))) {
+		alex_mutex_unlock(&db->mu);
+		return 0;
+	}
+	int err = commit_locked(db, 0, &kick);
 	alex_mutex_unlock(&db->mu);
 	if (kick)
 		alex_flusher_kick();

@@ -170,14 +170,14 @@ static int window_end(struct pdb *db)
 	return 0;
 }
 
-int alex_staging_commit(struct pdb *db, int *kick)
+int alex_staging_commit(struct pdb *db, int at_write, int *kick)
 {
 	alex_db *a = db->stg;
 	int rc;
 
 	*kick = 0;
 	if (!a)
-		return alex_commit(db->eng);
+		return at_write ? alex_commit_now(db->eng) : alex_commit(db->eng);
 	if (db->stg_direct)
 		return (rc = alex_commit(db->eng)) ? rc : direct_end(db);
 	/* SQLite's rollback after a conditional commit must be as durable

@@ -34,8 +34,9 @@ int alex_staging_open(struct pdb *db, const struct alex_io *io);
 int alex_staging_catch_up(struct pdb *db, int locked);
 /* Commits the open transaction where it belongs, and ends the window
  * when it is due (a merge, inside this commit); *kick: the flusher's
- * clock must start. */
-int alex_staging_commit(struct pdb *db, int *kick);
+ * clock must start.  at_write: a write committed as it is made (serve.c),
+ * which FULL mode syncs at the next boundary (alex_commit_now). */
+int alex_staging_commit(struct pdb *db, int at_write, int *kick);
 /* The open transaction moved down (a commit across databases, or the
  * rollback after one), to be committed to db->eng. */
 int alex_staging_move(struct pdb *db);

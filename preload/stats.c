@@ -85,7 +85,7 @@ void alex_stats_write(const struct alex_stats *live)
 		"  \"intercepted\": {\"engines\": %llu, \"opens\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
 		"\"writes\": %llu, \"write_bytes\": %llu, \"syncs_requested\": %llu, "
 		"\"journal_syncs_elided\": %llu, \"dir_syncs_elided\": %llu, "
-		"\"reserved_releases\": %llu, \"refreshes\": %llu, \"mmaps\": %llu, \"mmaps_refused\": %llu, "
+		"\"reserved_releases\": %llu, \"writes_committed\": %llu, \"refreshes\": %llu, \"mmaps\": %llu, \"mmaps_refused\": %llu, "
 		"\"temp_files\": %llu, \"flusher_merges\": %llu, \"staging_syncs\": %llu, "
 		"\"span_locks\": %llu, \"span_refused\": %llu, \"span_leases\": %llu, "
 		"\"span_lingers\": %llu, "
@@ -104,7 +104,7 @@ void alex_stats_write(const struct alex_stats *live)
 		: alex_cfg.engine.sync == ALEX_SYNC_NORMAL ? "normal" : "off",
 		C(p->engines), C(p->opens), C(p->reads), C(p->read_bytes), C(p->writes), C(p->write_bytes),
 		C(p->syncs_requested), C(p->journal_syncs_elided), C(p->dir_syncs_elided),
-		C(p->reserved_releases), C(p->refreshes), C(p->mmaps), C(p->mmaps_refused),
+		C(p->reserved_releases), C(p->writes_committed), C(p->refreshes), C(p->mmaps), C(p->mmaps_refused),
 		C(p->temp_files), C(p->flusher_merges), C(p->staging_syncs), C(p->span_locks),
 		C(p->span_refused), C(p->span_leases), C(p->span_lingers), C(p->name_answers), C(p->name_takes), C(e.commits),
 		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),

@@ -13,6 +13,8 @@ struct alex_pstats {
 	uint64_t journal_syncs_elided; /* of an in-memory journal */
 	uint64_t dir_syncs_elided;
 	uint64_t reserved_releases;    /* SQLite releasing RESERVED: a boundary */
+	uint64_t writes_committed;     /* writes with no journal live, committed
+					  as made (serve.c: journal_live) */
 	uint64_t refreshes, mmaps, mmaps_refused;
 	uint64_t temp_files;           /* SQLite's, stored encrypted (temp.c) */
 	uint64_t flusher_merges;       /* windows no commit ended, merged (staging.c) */

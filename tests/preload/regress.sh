@@ -571,6 +571,64 @@ print(x("select count(*) from t").fetchone()[0])'
 downgrade_order commit-before-downgrade 20 "$downgrade_sql"
 downgrade_order commit-before-downgrade-no-span 20 "$downgrade_sql" ALEX_SPAN_LOCK=0
 
+# No boundary at all: locking_mode=EXCLUSIVE with journal_mode=MEMORY or OFF
+# and synchronous=OFF shows ALEX no sync, no journal and no lock released,
+# and SQLite writes page 1 only in the first transaction.  ALEX commits
+# every write made with no journal live as it is made (serve.c:
+# journal_live), so 100 autocommit INSERTs and then SIGKILL keep all 100,
+# as plain SQLite's page cache does.  Before, every transaction since the
+# open was lost ("no such table").  FULL, NORMAL (staged) and NORMAL
+# without the staging log; the child's own kill, so the count is exact.
+noboundary_sql='
+import os, signal, sqlite3, subprocess, sys
+d = sys.argv[1]
+kid = """
+import os, signal, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("pragma locking_mode=exclusive")
+c.execute("pragma journal_mode=" + sys.argv[2])
+c.execute("pragma synchronous=off")
+c.execute("create table t(x)")
+for i in range(100): c.execute("insert into t values(?)", (i,))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+out = []
+for sync in ("full", "normal", "normal-nostage"):
+    for jm in ("memory", "off"):
+        db = "%s/%s-%s.db" % (d, sync, jm)
+        env = dict(os.environ, ALEX_SYNC=sync.split("-")[0])
+        if sync.endswith("nostage"): env["ALEX_STAGE"] = "0"
+        r = subprocess.run([sys.executable, "-c", kid, db, jm], env=env)
+        c = sqlite3.connect(db)
+        out.append("%d/%s" % (-r.returncode, c.execute("select count(*) from t").fetchone()[0]))
+        c.close()
+print(" ".join(out))'
+scenario no-boundary-kill "9/100 9/100 9/100 9/100 9/100 9/100" "$noboundary_sql"
+
+# ... and only those: with a journal (DELETE, TRUNCATE, PERSIST, each with
+# exclusive locking too) every page waits for the transaction's end, one
+# record per transaction; with MEMORY each write is committed as made.
+scenario writes-committed-only-without-journal "delete 0 truncate 0 persist 0 delete-x 0 persist-x 0 memory True" '
+import json, os, sqlite3, subprocess, sys
+d = sys.argv[1]
+kid = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+if sys.argv[3] == "x": c.execute("pragma locking_mode=exclusive")
+c.execute("pragma journal_mode=" + sys.argv[2])
+c.execute("create table t(x)")
+for i in range(50): c.execute("insert into t values(?)", (i,))
+"""
+out = []
+for jm, x in (("delete", ""), ("truncate", ""), ("persist", ""), ("delete", "x"), ("persist", "x"),
+              ("memory", "")):
+    tag = jm + ("-" + x if x else "")
+    env = dict(os.environ, ALEX_STATS=d + "/" + tag + ".json")
+    subprocess.run([sys.executable, "-c", kid, d + "/" + tag + ".db", jm, x], env=env, check=True)
+    n = json.load(open(d + "/" + tag + ".json"))["intercepted"]["writes_committed"]
+    out += [tag, str(n) if jm != "memory" else str(n >= 50)]
+print(" ".join(out))'
+
 # The same rule after a descriptor of the database was closed behind the
 # hooks' back (a raw close system call) and the hooks learn of it only when
 # the kernel hands the number out again -- here in the middle of an
