@@ -151,6 +151,9 @@ $(B)/tests/sandbox: tests/preload/sandbox.c | $(B)/tests
 $(B)/tests/rawclone: tests/preload/rawclone.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 
+$(B)/tests/ids: tests/preload/ids.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
+
 # regress.sh's failing io_uring_enter, loaded in front of libalex.so
 $(B)/tests/ringfail.so: tests/preload/ringfail.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) -shared $< -o $@ -ldl
@@ -161,7 +164,7 @@ $(B)/tests/lockgap.so: tests/preload/lockgap.c | $(B)/tests
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
 	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach $(B)/tests/fdchurn \
-	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/rawclone $(B)/tests/ringfail.so $(B)/tests/lockgap.so
+	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/rawclone $(B)/tests/ids $(B)/tests/ringfail.so $(B)/tests/lockgap.so
 
 # Every test of check and check-preload runs through tests/run-test, which
 # appends one line to CHECK_RESULTS: "pass NAME", "fail NAME exit N" or

@@ -2,13 +2,15 @@
  * hooks_cred.c - the calls that change what a stat by name would find for
  * this process without any change to a file: its credentials (search
  * permission on the path's directories) and its root or namespaces.  Each
- * is made as asked, then every stat answer watch.c keeps is forgotten (a
+ * is made as asked, then every stat answer watch.c keeps is forgotten, and
+ * the effective uid ids.c keeps (a
  * process that dropped root must be refused a directory it no longer may
  * search, as the kernel refuses it: review).  Nothing else changes here.
  */
 #include <errno.h>
 
 #include "hooks.h"
+#include "ids.h"
 #include "real.h"
 #include "watch.h"
 
@@ -21,6 +23,7 @@
 	{                                                                                         \
 		int r_ = REAL(name) args, e_ = errno;                                             \
 		alex_watch_forget();                                                              \
+		alex_ids_forget();                                                                \
 		errno = e_;                                                                       \
 		return r_;                                                                        \
 	}

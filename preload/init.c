@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -25,15 +26,22 @@
 static int ready;
 static pid_t owner; /* the process whose tables these are */
 
+/* the kernel's answer, not ids.c's: telling a child on our memory from
+ * its parent is what that needs */
+static pid_t pid_now(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
 void alex_owner_reset(void)
 {
-	owner = getpid();
+	owner = pid_now();
 }
 
 int alex_vfork_child(void)
 {
-	/* no vfork yet (vfork.c): no child can share our memory */
-	return __atomic_load_n(&alex_vforked, __ATOMIC_RELAXED) && getpid() != owner;
+	/* no vfork yet (vfork.c, or clone: ids.c): no child can share our memory */
+	return __atomic_load_n(&alex_vforked, __ATOMIC_RELAXED) && pid_now() != owner;
 }
 
 __attribute__((constructor)) static void alex_init(void)

@@ -53,7 +53,7 @@ int pivot_root(const char *, const char *);
 	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)         \
 	X(setuid) X(seteuid) X(setreuid) X(setresuid) X(setgid) X(setegid) X(setregid)           \
 	X(setresgid) X(setgroups) X(initgroups) X(setfsuid) X(setfsgid) X(capset) X(chroot)      \
-	X(pivot_root) X(setns) X(unshare)
+	X(pivot_root) X(setns) X(unshare) X(clone)
 
 #define ALEX_REAL_DECL(name) extern __typeof__(name) *real_##name;
 ALEX_REAL_LIST(ALEX_REAL_DECL)

@@ -1373,6 +1373,14 @@ mkdir -p "$d"
 out=$(LD_PRELOAD=$lib timeout -s KILL 60 "$B/tests/rawclone" "$d" 2>&1 | tail -n 1)
 if [ "$out" = "child busy rows 100" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL rawclone: got '$out'"; fi
 
+# getpid and geteuid from memory (preload/ids.c): the kernel's answers in
+# the parent and in children of fork, a raw clone, clone(CLONE_VM) and
+# vfork, after seteuid, and a forked child's SQLite reseeds (ids.c)
+d=$tmp/ids
+mkdir -p "$d"
+out=$(LD_PRELOAD=$lib timeout 60 "$B/tests/ids" "$d" 2>&1 | tail -n 1)
+if [ "$out" = ok ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL ids: got '$out'"; fi
+
 # fstat of a descriptor of the database is answered as its name is (the
 # same inode: watch.c): what another program does to the file shows as it
 # does without ALEX -- the mode, the times, the links, and the size after

@@ -4,7 +4,7 @@
 # strace: under ALEX_SYNC=full at most 5000 + 20 fsync+fdatasync calls (about
 # 20 000 without ALEX), and no page written to the database file before the
 # last commit (only the 100-byte placeholder that keeps plain SQLite out);
-# and, in ALEX_SYNC=normal, at most 3.1 system calls per insert (11.5
+# and, in ALEX_SYNC=normal, at most 1.1 system calls per insert (9.5
 # without the span lock) and fewer per point SELECT than without ALEX,
 # with the log holding pages and on a database no ALEX process wrote.
 set -u
@@ -57,16 +57,16 @@ else
 	fail=$((fail + 1)); echo "FAIL early writes: $early (limit $((N / 100))), $unsynced with the log unsynced"
 fi
 # System calls per autocommit INSERT in steady state (ALEX_SYNC=normal, the
-# sqlite3 shell): the difference of a 400- and a 200-insert run.  3.13:
+# sqlite3 shell): the difference of a 400- and a 200-insert run.  1.04:
 # SQLite's locks in none under the span lock (span.c: in a burst its
 # release is answered and the lock, on a description of its own that no
 # close drops, lingers to the next transaction, which is answered under
 # it; the presence query at one span in 8, its descriptor fstat'ed only
-# after the hooks met its number or at one query in 64: pdb.h), getpid
-# and geteuid, ALEX's record pwrite, and the background syncs and log
+# after the hooks met its number or at one query in 64: pdb.h), ALEX's
+# record pwrite, and the background syncs and log
 # growth (0.08).  SQLite's fstat of the file and
 # its two stats of the name (has it moved; the journal's mode) cost none:
-# the inotify queue is looked at through the ring's flags (ring.c; 8.17
+# the inotify queue is looked at through the ring's flags (ring.c; 3.94
 # with a FIONREAD for each, ALEX_NAME_RING=0).  The kept journal descriptor's fstat only at one transaction in
 # 64 (or after the hooks met its number: journal.c).  The stats of the
 # journal and the WAL and the access that looks for a journal on disk are
@@ -76,7 +76,8 @@ fi
 # cause, come with the run's wall time, which a loaded machine stretches.
 # Without the span lock (ALEX_SPAN_LOCK=0) SQLite's locks take 8 calls (9
 # as SQLite makes them: locks.c asks about PENDING instead of read-locking
-# it for SHARED): 11.0.
+# it for SHARED): 9.0.  SQLite's getpid and geteuid at each journal open
+# are answered from memory (ids.c; 3.03 and 11.0 when they were not).
 # strace -c's total, less futex: the ticks of the span lock's lease thread
 # (span.c) come every 2 ms while spans are taken, with the run's wall time
 # (which strace stretches), not with its transactions.
@@ -91,11 +92,10 @@ calls() { # N [VAR=VALUE]: total system calls of N inserts
 		-E LD_PRELOAD="$B/libalex.so" sqlite3 "$tmp/calls.db" <"$tmp/calls.sql" >/dev/null
 	calls_of "$tmp/calls.c"
 }
-# 3.03 with the span lock: the record's pwrite, SQLite's getpid and geteuid,
-# and a presence query now and then (span.c: only when the log's region
-# counts an arrival, or after 8 spans and 4 ms; 3.13 when it was one span
-# in 8).
-for case in "310 " "1150 ALEX_SPAN_LOCK=0" "650 ALEX_NAME_RING=0"; do
+# 1.04 with the span lock: the record's pwrite, and a presence query now
+# and then (span.c: only when the log's region counts an arrival, or after
+# 8 spans and 4 ms; 3.13 when it was one span in 8, with getpid and geteuid).
+for case in "110 " "950 ALEX_SPAN_LOCK=0" "450 ALEX_NAME_RING=0"; do
 	limit=${case%% *} set=${case#* }
 	a=$(calls 200 "$set") b=$(calls 400 "$set")
 	per=$(( (b - a) * 100 / 200 ))

@@ -31,7 +31,8 @@ const char *const dr_hooked[] = {
 	"renameat", "renameat2", "access", "faccessat", "fclose", "closefrom", "closedir", "execve", "execv", "execvp",
 	"execvpe", "fexecve", "_exit", "_Exit", "vfork", "setuid", "seteuid", "setreuid",
 	"setresuid", "setgid", "setegid", "setregid", "setresgid", "setgroups", "initgroups",
-	"setfsuid", "setfsgid", "capset", "chroot", "pivot_root", "setns", "unshare", NULL
+	"setfsuid", "setfsgid", "capset", "chroot", "pivot_root", "setns", "unshare", "getpid",
+	"geteuid", "clone", NULL
 };
 
 _Static_assert(sizeof(dr_hooked) / sizeof(dr_hooked[0]) <= DR_HOOK_MAX + 1,

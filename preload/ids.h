@@ -1,0 +1,8 @@
+/* ids.h - getpid and geteuid answered from memory (ids.c). */
+#ifndef ALEX_PRELOAD_IDS_H
+#define ALEX_PRELOAD_IDS_H
+
+/* The credentials changed (hooks_cred.c): the next geteuid asks the kernel. */
+void alex_ids_forget(void);
+
+#endif
