@@ -276,7 +276,12 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	} else if (to_wal || ckpt_due(db)) {
 		if (alex_ckpt_run_in_commit(db))
 			db->st.checkpoint_failures++;
-	} else if (alex_carry_step(db)) {
+	} else if (!(db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit) && alex_carry_step(db)) {
+		/* (no slice after alex_commit_now's records, unsynced: a slice
+		 * copies blocks as committed into the database file, which the
+		 * syncing thread syncs -- a version that may never reach the
+		 * log's disk, under which recovery's deltas would make a page
+		 * that never was: review, test_carry.c) */
 		db->st.checkpoint_failures++;
 	}
 	return 0;

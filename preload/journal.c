@@ -198,12 +198,15 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 		return (flags & O_CREAT) && (flags & O_EXCL) ? EEXIST : 0;
 	if (!absent_known(db, ROLE_JOURNAL, &fence)) {
 		int saved = errno;
-		if (REAL(access)(jpath, F_OK) == 0)
+		if (REAL(access)(jpath, F_OK) == 0) {
+			db->j_disk = 1;
 			return ON_DISK;
+		}
 		if (errno == ENOENT)
 			absent_seen(db, ROLE_JOURNAL, &fence);
 		errno = saved;
 	}
+	db->j_disk = 0;
 	if (!(flags & O_CREAT))
 		return ENOENT;
 	db->j.size = 0;

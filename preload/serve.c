@@ -436,13 +436,19 @@ static int commit_locked(struct pdb *db, int now, int *kick);
 /*
  * Does SQLite's journal hold a transaction?  Its header's magic is in
  * place before SQLite writes any page of the database, and gone (zeroed,
- * cut, deleted) when the transaction is over.  A write with none is
- * committed as it is made (alex_serve_io): with journal_mode=MEMORY or OFF,
- * synchronous=OFF and locking_mode=EXCLUSIVE SQLite shows ALEX no end of a
- * transaction at all -- no sync, no journal, no lock released -- and a
- * write collected until one came would be lost with the process, where
- * plain SQLite's is in the page cache (docs/PRELOAD.md, "Transaction
- * boundaries").  Under db->mu.
+ * cut, deleted) when the transaction is over.
+ *
+ * With journal_mode=MEMORY or OFF, synchronous=OFF and
+ * locking_mode=EXCLUSIVE SQLite shows ALEX no end of a transaction at all
+ * -- no sync, no journal, no lock let go -- and a write collected until
+ * one came would be lost with the process, where plain SQLite's is in the
+ * page cache.  Such a write is committed as it is made (alex_serve_io)
+ * while SQLite has shown no end of a transaction on the database yet
+ * (bound_seen): in normal locking its first lock is let go before it
+ * writes anything (the schema's read), and a transaction there stays one
+ * record, whole after a kill or a power cut, as before; with exclusive
+ * locking nothing ever comes (docs/PRELOAD.md, "Transaction boundaries").
+ * Under db->mu.
  */
 static int journal_live(const struct pdb *db)
 {
@@ -490,7 +496,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	if (!rc)
 		*pos = at;
 	int err = 0, kick = 0;
-	if (writing && !rc && total && !journal_live(db)) {
+	if (writing && !rc && total && !db->bound_seen && !journal_live(db)) {
 		err = commit_locked(db, 1, &kick);
 		ALEX_COUNT(writes_committed, 1);
 	}
@@ -659,6 +665,13 @@ static int commit_locked(struct pdb *db, int now, int *kick)
 		err = alex_multidb_commit(db); /* one database of several */
 	else if ((err = alex_staging_commit(db, now, kick)))
 		err = alex_errno_of(err);
+	/* SQLite's journal on disk is durable, and SQLite finalizes it right
+	 * after this sync of the database: NORMAL's commit must be durable
+	 * first, or a power cut in its window leaves a hot journal to be
+	 * rolled back over a log that lags behind it -- pages of two states
+	 * (review: powercut.sh with a journal left on disk, TRUNCATE mode) */
+	if (!err && !now && db->j_disk && (err = sync_inline(db)))
+		err = alex_errno_of(err);
 	ALEX_MMAP_CHECK(db, "a commit");
 	*kick |= alex_sync_wanted(db->eng);
 	/* No thread yet: any commit that leaves something unsynced asks for
@@ -683,6 +696,7 @@ static int serve_commit(struct pdb *db, int if_open)
 	int saved = errno, kick = 0;
 
 	alex_mutex_lock(&db->mu);
+	db->bound_seen = 1;
 	if (if_open && !(db->super && !db->super_done) && !alex_commit_due(alex_top(db))) {
 		alex_mutex_unlock(&db->mu);
 		return 0;

@@ -95,6 +95,14 @@ struct pdb {
 	int refs;            /* ofds and lookups holding it; atomic, taken
 				under the registry lock (pdb.c) */
 	struct alex_jmem j;  /* the journal, when SQLite's lives in memory */
+	int j_disk;          /* SQLite's journal is a file on disk (there
+				before us: passed through) until a look finds
+				none: its commits are synced at SQLite's sync
+				of the database (serve.c: commit_locked) */
+	int bound_seen;      /* SQLite showed a transaction's end here (a sync,
+				a lock let go, a journal's end): from then on a
+				write with no journal live waits for the next
+				one (serve.c: journal_live) */
 	mode_t mode;         /* the database's permissions and owner when it
 				was opened: the journal's too */
 	uid_t uid;

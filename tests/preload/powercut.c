@@ -20,8 +20,9 @@
  * Transaction i is a pure function of i, so the state after any i can be
  * rebuilt in memory with plain SQLite and compared with what recovery left.
  * Every transaction also sets meta.last = i: that names the state.
- * POWERCUT_JOURNAL=wal runs the workload in WAL mode, with WAL checkpoints
- * (passive, and truncating) every few dozen transactions.  Under the test
+ * POWERCUT_JOURNAL=MODE runs the workload in that journal mode; in WAL
+ * mode with WAL checkpoints (passive, and truncating) every few dozen
+ * transactions.  Under the test
  * build's recording (ALEX_TEST_RECORD) every acknowledgement is also
  * appended to the trace, in order with the file operations (io_test.h).
  */
@@ -109,6 +110,20 @@ static int wal_mode(void)
 	return j && strcmp(j, "wal") == 0;
 }
 
+/* The journal mode POWERCUT_JOURNAL names, if any: 0 or an error. */
+static int journal_mode(sqlite3 *db)
+{
+	const char *j = getenv("POWERCUT_JOURNAL");
+	char sql[64];
+
+	if (!j || !*j)
+		return 0;
+	if (strlen(j) > 16)
+		return 1;
+	snprintf(sql, sizeof sql, "pragma journal_mode=%s", j);
+	return exec(db, sql);
+}
+
 /* In WAL mode, SQLite's own checkpoints now and then: they write the
  * database file, the WAL is restarted or truncated. */
 static int wal_checkpoint(sqlite3 *db, int i)
@@ -125,7 +140,7 @@ static int run(const char *path, const char *acks, int first, int ntxn, long pac
 	if (fd < 0 || sqlite3_open(path, &db) != SQLITE_OK)
 		return 2;
 	sqlite3_busy_timeout(db, 5000);
-	if (wal_mode() && exec(db, "pragma journal_mode=wal"))
+	if (journal_mode(db))
 		return 3;
 	for (int i = first; i <= ntxn; i++) {
 		if (exec(db, "begin") || txn_body(db, i) || exec(db, "commit"))
@@ -160,6 +175,8 @@ static int faultrun(const char *path, const char *acks, int ntxn)
 	if (!f || sqlite3_open(path, &db) != SQLITE_OK)
 		return 2;
 	sqlite3_extended_result_codes(db, 0);
+	if (journal_mode(db))
+		return 3;
 	for (int i = 1; i <= ntxn; i++) {
 		int done = 0;
 		for (int attempt = 0; attempt < 3 && !done; attempt++) {
@@ -372,7 +389,7 @@ static int mrun(const char *path, int s, int ntxn)
 	if (sqlite3_open(path, &db) != SQLITE_OK)
 		return 2;
 	sqlite3_busy_timeout(db, 20000);
-	if (wal_mode() && exec(db, "pragma journal_mode=wal"))
+	if (journal_mode(db))
 		return 3;
 	exec(db, "create table if not exists t(id integer primary key, k integer, v text, b blob);"
 		 "create table if not exists streams(s integer primary key, last integer)");

@@ -13,6 +13,10 @@
 # A count of "every" means every K of a counted run, the crash variant
 # (lose, tear, keep) rotating; "every3" every K with all three variants;
 # a number, that many K spread over the run, the variant rotating.
+# POWERCUT_JOURNAL=MODE (powercut.c): the workload in that journal mode.
+# POWERCUT_DISK_JOURNAL=1: an empty journal on disk before each run, as a
+# program without ALEX leaves one in TRUNCATE or PERSIST mode; SQLite then
+# writes that file (ALEX passes it through) instead of one in memory.
 # Prints "powercut: N cuts, M failed".
 set -u
 B=$(cd "${1:?usage: powercut.sh BUILD FULL_CUTS NORMAL_CUTS}" && pwd)
@@ -23,10 +27,15 @@ trap 'rm -rf "$tmp"' EXIT
 export LD_PRELOAD=$B/libalex-test.so ALEX_CHECKPOINT_MB=1 ALEX_SYNC_MS=50
 cuts=0 fail=0 nocut=0
 
+disk_journal() {
+	if [ -n "${POWERCUT_DISK_JOURNAL:-}" ]; then : >"$1/db.db-journal"; fi
+}
+
 # mode -> the number of mutating calls of an uncut run
 count_ops() {
 	local d=$tmp/count-$1
 	mkdir -p "$d"
+	disk_journal "$d"
 	ALEX_SYNC=$1 ALEX_TEST_POWERCUT=0 ALEX_STATS=$d/stats.json \
 		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$2" || return 1
 	sed -n 's/.*"test_io": {"ops": \([0-9]*\).*/\1/p' "$d/stats.json"
@@ -36,6 +45,7 @@ count_ops() {
 one() {
 	local mode=$1 pace=$2 k=$3 how=$4 d=$tmp/cut
 	rm -rf "$d" && mkdir -p "$d"
+	disk_journal "$d"
 	ALEX_SYNC=$mode ALEX_TEST_POWERCUT=$k:$how:$k ALEX_TEST_REPORT=$d/report \
 		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$pace" 2>"$d/err"
 	local st=$?
