@@ -377,6 +377,8 @@ int alex_commit_now(alex_db *db)
 	int sync = db->cond_open && db->cfg.sync != ALEX_SYNC_OFF;
 	if (db->cfg.sync == ALEX_SYNC_FULL && db->ca.state == ALEX_CA_DONE)
 		sync = 1;
+	if (db->cfg.sync == ALEX_SYNC_FULL && !db->writes_now)
+		alex_log_buffered(db);
 	int err = commit(db, sync, NULL);
 	if (err)
 		db->shm_seen_ok = 0;

@@ -221,6 +221,12 @@ struct alex_db {
 				     so no checkpoint writes the database file */
 	int no_allocate;          /* the log's file system has no fallocate */
 	int log_direct;           /* records go to the log through log_dfd */
+	int writes_now;           /* alex_commit_now has been used: FULL's
+				     records go through the page cache from
+				     then on (a direct write waits for the
+				     device, ~110 us a page: a kill would tear
+				     SQLite's transaction far more often than
+				     without ALEX) */
 	int log_dfd;              /* the log's O_DIRECT descriptor, or -1 */
 	int log_foreign;          /* the log holds commits this engine read
 				     (another process's, or a crash's) and has

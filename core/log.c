@@ -440,6 +440,7 @@ void alex_log_direct_try(struct alex_db *db)
 	 * as long as through the page cache with the same fdatasync after it
 	 * (six merges of 5 000 one-row inserts: 9.2-10.0 ms against 4.0-4.6) */
 	if (db->log_direct || !db->cfg.direct || db->cfg.sync != ALEX_SYNC_FULL || db->merged_windows ||
+	    db->writes_now ||
 	    db->log_fd < 0 || db->log_stub || db->hdr.version < ALEX_FORMAT_V6 ||
 	    db->hdr.version == ALEX_FORMAT_XTS ||
 	    db->st.direct_refused || !db->io.ops->open_direct)
@@ -451,6 +452,12 @@ void alex_log_direct_try(struct alex_db *db)
 		return;
 	}
 	db->log_direct = 1;
+}
+
+void alex_log_buffered(struct alex_db *db)
+{
+	db->writes_now = 1;
+	direct_close(db);
 }
 
 void alex_log_drop(struct alex_db *db)

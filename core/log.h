@@ -17,6 +17,8 @@ void alex_log_drop(struct alex_db *db);
  * descriptor if it is not open (records then go through it, stage.c);
  * a refusal is kept in the stats and not tried again. */
 void alex_log_direct_try(struct alex_db *db);
+/* From now on the log is written through the page cache (db.h: writes_now). */
+void alex_log_buffered(struct alex_db *db);
 /* Was the log removed or made by another process since we opened it?
  * Also refreshes alloc_end. */
 int alex_log_changed(struct alex_db *db, int *changed);

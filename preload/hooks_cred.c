@@ -43,5 +43,18 @@ FORGET_AFTER(setfsgid, (gid_t g), (g))
 FORGET_AFTER(capset, (void *hdr, void *data), (hdr, data))
 FORGET_AFTER(chroot, (const char *path), (path))
 FORGET_AFTER(pivot_root, (const char *new_root, const char *put_old), (new_root, put_old))
-FORGET_AFTER(setns, (int fd, int type), (fd, type))
-FORGET_AFTER(unshare, (int flags), (flags))
+
+/* ... and a namespace: a user namespace's uid_map, written later, changes
+ * the euid with no call of ours (ids.c) */
+#define NAMESPACE_AFTER(name, params, args)                                                       \
+	ALEX_EXPORT int name params                                                               \
+	{                                                                                         \
+		int r_ = REAL(name) args, e_ = errno;                                             \
+		alex_watch_forget();                                                              \
+		alex_ids_namespaced();                                                            \
+		errno = e_;                                                                       \
+		return r_;                                                                        \
+	}
+
+NAMESPACE_AFTER(setns, (int fd, int type), (fd, type))
+NAMESPACE_AFTER(unshare, (int flags), (flags))

@@ -17,9 +17,13 @@
  * posix_spawn and system() make their child inside glibc, whose own calls
  * of getpid do not come here.
  *
- * The effective uid changes only by the calls hooks_cred.c passes on,
- * which forget it, as they forget the stat answers watch.c keeps; a raw
- * setuid system call is seen by neither.  A child inherits it.
+ * The effective uid changes by the calls hooks_cred.c passes on, which
+ * forget it, as they forget the stat answers watch.c keeps; a raw setuid
+ * system call is seen by neither.  It sits in the same page, so a child
+ * asks again (clone with CLONE_NEWUSER makes one whose uid is not ours).
+ * After unshare or setns the process may be in a user namespace whose
+ * uid_map is written later, which changes the uid with no call of ours:
+ * from then on every call asks the kernel.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,57 +37,93 @@
 #include "ids.h"
 #include "real.h"
 
-static pid_t *pid_slot;
-static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
-/* (atomic) the uid with KNOWN set, or 0: ask the kernel */
+/* In a page marked MADV_WIPEONFORK: zeros in every child with memory of
+ * its own.  euid: its generation (raised by each forget) above bit 33,
+ * KNOWN, the uid in the low 32 bits: a thread's answer from the kernel is
+ * kept only if no forget came between (a compare-and-swap). */
+struct ids {
+	pid_t pid;
+	unsigned long long euid;
+};
 #define KNOWN (1ull << 32)
-static unsigned long long euid_kept;
+#define GEN_ONE (1ull << 33)
 
-static void pid_init(void)
+static struct ids *kept;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static int euid_unkept; /* (atomic) a user namespace may change it unseen */
+
+static void kept_init(void)
 {
 	void *p = REAL(mmap)(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return;
-	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) { /* an old kernel: no cache */
+	if (madvise(p, 4096, MADV_WIPEONFORK) != 0) { /* an old kernel: nothing kept */
 		REAL(munmap)(p, 4096);
 		return;
 	}
-	__atomic_store_n(&pid_slot, (pid_t *)p, __ATOMIC_RELEASE);
+	__atomic_store_n(&kept, (struct ids *)p, __ATOMIC_RELEASE);
+}
+
+static struct ids *ids(void)
+{
+	struct ids *k = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+
+	if (!k) {
+		pthread_once(&kept_once, kept_init);
+		k = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+	}
+	return k;
 }
 
 ALEX_EXPORT pid_t getpid(void)
 {
-	if (__atomic_load_n(&alex_vforked, __ATOMIC_RELAXED))
+	struct ids *k;
+
+	if (__atomic_load_n(&alex_vforked, __ATOMIC_RELAXED) || !(k = ids()))
 		return (pid_t)syscall(SYS_getpid);
-	pid_t *slot = __atomic_load_n(&pid_slot, __ATOMIC_ACQUIRE);
-	if (!slot) {
-		pthread_once(&pid_once, pid_init);
-		if (!(slot = __atomic_load_n(&pid_slot, __ATOMIC_ACQUIRE)))
-			return (pid_t)syscall(SYS_getpid);
-	}
-	pid_t pid = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	pid_t pid = __atomic_load_n(&k->pid, __ATOMIC_RELAXED);
 	if (!pid) {
 		pid = (pid_t)syscall(SYS_getpid);
-		__atomic_store_n(slot, pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&k->pid, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
 }
 
 ALEX_EXPORT uid_t geteuid(void)
 {
-	unsigned long long u = __atomic_load_n(&euid_kept, __ATOMIC_RELAXED);
+	struct ids *k;
 
-	if (!u) {
-		u = KNOWN | (uid_t)syscall(SYS_geteuid);
-		__atomic_store_n(&euid_kept, u, __ATOMIC_RELAXED);
-	}
-	return (uid_t)u;
+	/* a child on our memory shares the page: it may have set its own */
+	if (__atomic_load_n(&alex_vforked, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&euid_unkept, __ATOMIC_RELAXED) || !(k = ids()))
+		return (uid_t)syscall(SYS_geteuid);
+	unsigned long long w = __atomic_load_n(&k->euid, __ATOMIC_ACQUIRE);
+	if (w & KNOWN)
+		return (uid_t)w;
+	uid_t u = (uid_t)syscall(SYS_geteuid);
+	unsigned long long to = (w & ~(GEN_ONE - 1)) | KNOWN | u;
+	__atomic_compare_exchange_n(&k->euid, &w, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return u;
 }
 
 void alex_ids_forget(void)
 {
-	__atomic_store_n(&euid_kept, 0ull, __ATOMIC_RELAXED);
+	struct ids *k = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+	unsigned long long w;
+
+	if (!k)
+		return;
+	w = __atomic_load_n(&k->euid, __ATOMIC_ACQUIRE);
+	while (!__atomic_compare_exchange_n(&k->euid, &w, (w & ~(GEN_ONE - 1)) + GEN_ONE, 0,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
+void alex_ids_namespaced(void)
+{
+	__atomic_store_n(&euid_unkept, 1, __ATOMIC_RELAXED);
+	alex_ids_forget();
 }
 
 /* A child on our memory that is not a thread: from now on nothing is

@@ -4,5 +4,7 @@
 
 /* The credentials changed (hooks_cred.c): the next geteuid asks the kernel. */
 void alex_ids_forget(void);
+/* unshare or setns was called: geteuid always asks the kernel from now on. */
+void alex_ids_namespaced(void);
 
 #endif

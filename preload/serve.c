@@ -433,23 +433,9 @@ static int no_wal_mark(struct pdb *db, uint8_t *buf, size_t n, uint64_t at, int 
 
 static int commit_locked(struct pdb *db, int now, int *kick);
 
-/*
- * Does SQLite's journal hold a transaction?  Its header's magic is in
+/* Does SQLite's journal hold a transaction?  Its header's magic is in
  * place before SQLite writes any page of the database, and gone (zeroed,
- * cut, deleted) when the transaction is over.
- *
- * With journal_mode=MEMORY or OFF, synchronous=OFF and
- * locking_mode=EXCLUSIVE SQLite shows ALEX no end of a transaction at all
- * -- no sync, no journal, no lock let go -- and a write collected until
- * one came would be lost with the process, where plain SQLite's is in the
- * page cache.  Such a write is committed as it is made (alex_serve_io)
- * while SQLite has shown no end of a transaction on the database yet
- * (bound_seen): in normal locking its first lock is let go before it
- * writes anything (the schema's read), and a transaction there stays one
- * record, whole after a kill or a power cut, as before; with exclusive
- * locking nothing ever comes (docs/PRELOAD.md, "Transaction boundaries").
- * Under db->mu.
- */
+ * cut, deleted) when the transaction is over.  Under db->mu. */
 static int journal_live(const struct pdb *db)
 {
 	uint64_t magic;
@@ -460,6 +446,38 @@ static int journal_live(const struct pdb *db)
 	return magic != 0;
 }
 
+/*
+ * Is the write SQLite is about to make at off to be committed as it is
+ * made?  With journal_mode=MEMORY or OFF, synchronous=OFF and
+ * locking_mode=EXCLUSIVE SQLite shows ALEX no end of a transaction at all
+ * -- no sync, no journal, no lock let go -- and a write collected until
+ * one came would be lost with the process, where plain SQLite's is in the
+ * page cache.  So, with no journal live:
+ *  - until SQLite shows an end on the database (bound_seen): yes.  In
+ *    normal locking it lets its first lock go before it writes anything
+ *    (the schema's read), and a transaction stays one record, whole after
+ *    a kill or a power cut;
+ *  - after it, when a write begins at or below the highest offset written
+ *    since the last commit: SQLite writes a transaction's pages in
+ *    ascending order, so another transaction began with no end shown
+ *    (exclusive locking taken after a lock was let go: the pragma read the
+ *    schema first).  The one before is committed now, whole, and every
+ *    write after it as made, until SQLite shows an end (no_end);
+ *  - else no: the transaction's end will show.
+ * Under db->mu; 0 no, 1 yes, or -1 with *err (the commit before failed).
+ */
+static int at_write(struct pdb *db, uint64_t off, int *kick, int *err)
+{
+	if (journal_live(db))
+		return 0;
+	if (!db->bound_seen || db->no_end)
+		return 1;
+	if (!db->hi_set || off > db->hi_off)
+		return 0;
+	db->no_end = 1;
+	return (*err = commit_locked(db, 1, kick)) ? -1 : 1;
+}
+
 ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t *pos,
 		      enum alex_serve_io how)
 {
@@ -467,6 +485,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	ssize_t total = 0;
 	int rc = 0;
 
+	int err = 0, kick = 0, now = 0;
 	alex_mutex_lock(&db->mu);
 	if (writing)
 		alex_staging_route(db);
@@ -476,6 +495,18 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	uint64_t at = *pos;
 	if (how == ALEX_SERVE_APPEND) /* Linux: even pwrite appends */
 		alex_size(eng, ALEX_FILE_DB, &at);
+	if (writing && (now = at_write(db, at, &kick, &err)) < 0) {
+		alex_mutex_unlock(&db->mu);
+		if (kick)
+			alex_flusher_kick();
+		errno = err;
+		return -1;
+	}
+	if (writing && (!db->hi_set || at > db->hi_off)) {
+		db->hi_off = at;
+		db->hi_set = 1;
+	}
+	eng = alex_top(db); /* the commit before may have moved it */
 	for (int i = 0; i < cnt && !rc; i++) {
 		size_t got = iov[i].iov_len;
 		if (writing)
@@ -495,8 +526,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	}
 	if (!rc)
 		*pos = at;
-	int err = 0, kick = 0;
-	if (writing && !rc && total && !db->bound_seen && !journal_live(db)) {
+	if (now && !rc && total) {
 		err = commit_locked(db, 1, &kick);
 		ALEX_COUNT(writes_committed, 1);
 	}
@@ -661,6 +691,7 @@ static int commit_locked(struct pdb *db, int now, int *kick)
 	int err;
 
 	*kick = 0;
+	db->hi_set = 0; /* the next transaction's first write begins anew */
 	if (db->super && !db->super_done)
 		err = alex_multidb_commit(db); /* one database of several */
 	else if ((err = alex_staging_commit(db, now, kick)))
@@ -697,6 +728,7 @@ static int serve_commit(struct pdb *db, int if_open)
 
 	alex_mutex_lock(&db->mu);
 	db->bound_seen = 1;
+	db->no_end = 0;
 	if (if_open && !(db->super && !db->super_done) && !alex_commit_due(alex_top(db))) {
 		alex_mutex_unlock(&db->mu);
 		return 0;

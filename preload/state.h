@@ -102,7 +102,12 @@ struct pdb {
 	int bound_seen;      /* SQLite showed a transaction's end here (a sync,
 				a lock let go, a journal's end): from then on a
 				write with no journal live waits for the next
-				one (serve.c: journal_live) */
+				one (serve.c: at_write) ... */
+	int no_end;          /* ... unless a write began another transaction
+				with none shown between them: until the next */
+	uint64_t hi_off;     /* the highest offset a write began at since the
+				last commit, if hi_set */
+	int hi_set;
 	mode_t mode;         /* the database's permissions and owner when it
 				was opened: the journal's too */
 	uid_t uid;

@@ -605,6 +605,40 @@ for sync in ("full", "normal", "normal-nostage"):
 print(" ".join(out))'
 scenario no-boundary-kill "9/100 9/100 9/100 9/100 9/100 9/100" "$noboundary_sql"
 
+# ... with exclusive locking taken after SQLite let a lock go: the journal
+# mode set first (its pragma reads the schema), a read first, another
+# connection that made the table and stays open.  The next transaction's
+# first write, at or below the last one's highest (serve.c: at_write),
+# shows that one ended; review found all three losing every row before.
+noboundary_late_sql='
+import os, signal, sqlite3, subprocess, sys
+d = sys.argv[1]
+kid = """
+import os, signal, sqlite3, sys
+db, case = sys.argv[1], sys.argv[2]
+a = sqlite3.connect(db, isolation_level=None)
+a.execute("create table if not exists t(x)")
+c = sqlite3.connect(db, isolation_level=None) if case == "other" else a
+for p in ({"journal": ("journal_mode=memory", "locking_mode=exclusive"),
+           "read": ("journal_mode=memory", "synchronous=off", "locking_mode=exclusive")}.get(case) or
+          ("locking_mode=exclusive", "journal_mode=memory")):
+    c.execute("pragma " + p).fetchall()
+c.execute("pragma synchronous=off")
+if case == "read": c.execute("select count(*) from t").fetchall()
+for i in range(100): c.execute("insert into t values(?)", (i,))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+out = []
+for sync in ("full", "normal"):
+    for case in ("journal", "read", "other"):
+        db = "%s/%s-%s.db" % (d, sync, case)
+        r = subprocess.run([sys.executable, "-c", kid, db, case], env=dict(os.environ, ALEX_SYNC=sync))
+        c = sqlite3.connect(db)
+        out.append("%d/%s" % (-r.returncode, c.execute("select count(*) from t").fetchone()[0]))
+        c.close()
+print(" ".join(out))'
+scenario no-boundary-late-kill "9/100 9/100 9/100 9/100 9/100 9/100" "$noboundary_late_sql"
+
 # ... and only there: with a journal (DELETE, TRUNCATE, PERSIST, each with
 # exclusive locking too), and with MEMORY in normal locking -- SQLite lets
 # its lock go after reading the schema, before it writes anything, and at
