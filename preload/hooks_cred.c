@@ -14,19 +14,23 @@
 #include "real.h"
 #include "watch.h"
 
-/* name(params), made as asked (args), then the kept answers forgotten;
- * the caller's errno kept.  setfsuid/setfsgid (per thread) return the
+/* name(params), made as asked (args), then the kept answers forgotten --
+ * the stat answers, and the euid by ids (alex_ids_forget, or
+ * alex_ids_namespaced after a namespace's change: a user namespace's
+ * uid_map, written later, changes the euid with no call of ours) -- the
+ * caller's errno kept.  setfsuid/setfsgid (per thread) return the
  * previous id and never fail; capset decides whether permission is checked
  * at all. */
-#define FORGET_AFTER(name, params, args)                                                          \
+#define AFTER(name, params, args, ids)                                                            \
 	ALEX_EXPORT int name params                                                               \
 	{                                                                                         \
 		int r_ = REAL(name) args, e_ = errno;                                             \
 		alex_watch_forget();                                                              \
-		alex_ids_forget();                                                                \
+		ids();                                                                            \
 		errno = e_;                                                                       \
 		return r_;                                                                        \
 	}
+#define FORGET_AFTER(name, params, args) AFTER(name, params, args, alex_ids_forget)
 
 FORGET_AFTER(setuid, (uid_t u), (u))
 FORGET_AFTER(seteuid, (uid_t u), (u))
@@ -44,17 +48,5 @@ FORGET_AFTER(capset, (void *hdr, void *data), (hdr, data))
 FORGET_AFTER(chroot, (const char *path), (path))
 FORGET_AFTER(pivot_root, (const char *new_root, const char *put_old), (new_root, put_old))
 
-/* ... and a namespace: a user namespace's uid_map, written later, changes
- * the euid with no call of ours (ids.c) */
-#define NAMESPACE_AFTER(name, params, args)                                                       \
-	ALEX_EXPORT int name params                                                               \
-	{                                                                                         \
-		int r_ = REAL(name) args, e_ = errno;                                             \
-		alex_watch_forget();                                                              \
-		alex_ids_namespaced();                                                            \
-		errno = e_;                                                                       \
-		return r_;                                                                        \
-	}
-
-NAMESPACE_AFTER(setns, (int fd, int type), (fd, type))
-NAMESPACE_AFTER(unshare, (int flags), (flags))
+AFTER(setns, (int fd, int type), (fd, type), alex_ids_namespaced)
+AFTER(unshare, (int flags), (flags), alex_ids_namespaced)
