@@ -24,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "dirsync.h"
 #include "hooks.h"
 #include "journal.h"
@@ -201,13 +200,6 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 		int saved = errno;
 		if (REAL(access)(jpath, F_OK) == 0) {
 			db->j_disk = 1;
-			if (alex_cfg.engine.sync == ALEX_SYNC_NORMAL && !db->j_disk_said) {
-				db->j_disk_said = 1;
-				alex_msg(ALEX_MSG_WARN, "%s: a journal is on disk (left by a program "
-					 "without ALEX): every commit is synced while it is there; "
-					 "remove it when no program has the database open",
-					 jpath);
-			}
 			return ON_DISK;
 		}
 		if (errno == ENOENT)

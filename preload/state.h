@@ -99,7 +99,6 @@ struct pdb {
 				before us: passed through) until a look finds
 				none: its commits are synced at SQLite's sync
 				of the database (serve.c: commit_locked) */
-	int j_disk_said;     /* ... and NORMAL's user was told, once */
 	int bound_seen;      /* SQLite showed a transaction's end here (a sync,
 				a lock let go, a journal's end): from then on a
 				write with no journal live waits for the next
