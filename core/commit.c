@@ -234,6 +234,12 @@ static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
 	return 0;
 }
 
+/* FULL mode's records of alex_commit_now, not synced yet */
+static int written_unsynced(const alex_db *db)
+{
+	return db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit;
+}
+
 /* After an unconditional commit: the sync window of NORMAL, and the
  * checkpoint that a full log or a database entering WAL mode calls for. */
 static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
@@ -276,34 +282,43 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 	} else if (to_wal || ckpt_due(db)) {
 		if (alex_ckpt_run_in_commit(db))
 			db->st.checkpoint_failures++;
-	} else if (!(db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit) && alex_carry_step(db)) {
+	} else if (!written_unsynced(db) && alex_carry_step(db)) {
 		/* (no slice after alex_commit_now's records, unsynced: a slice
 		 * copies blocks as committed into the database file, which the
 		 * syncing thread syncs -- a version that may never reach the
 		 * log's disk, under which recovery's deltas would make a page
-		 * that never was: review, test_carry.c) */
+		 * that never was: review, test_commit_now.c) */
 		db->st.checkpoint_failures++;
 	}
 	return 0;
 }
 
-/* FULL mode, no transaction open: alex_commit_now's records, synced as a
- * commit's would be (a carried epoch's copy let go first: carry.c). */
-static int sync_written(alex_db *db)
+/* A carried epoch's finished copy let go before a sync (carry.c): 0, or
+ * ALEX_EFAILED when that failed the engine (a failure is counted). */
+static int carry_let_go(alex_db *db)
 {
-	if (db->failed)
-		return ALEX_EFAILED;
 	if (alex_carry_let_go(db)) {
 		db->st.checkpoint_failures++;
 		if (db->failed)
 			return ALEX_EFAILED;
 	}
-	return alex_sync(db);
+	return 0;
+}
+
+/* FULL mode, no transaction open: alex_commit_now's records, synced as a
+ * commit's would be. */
+static int sync_written(alex_db *db)
+{
+	int err;
+
+	if (db->failed)
+		return ALEX_EFAILED;
+	return (err = carry_let_go(db)) ? err : alex_sync(db);
 }
 
 int alex_commit_due(const alex_db *db)
 {
-	return alex_txn_open(db) || (db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit);
+	return alex_txn_open(db) || written_unsynced(db);
 }
 
 /* sync: FULL's promise, that the record is on disk before this returns.
@@ -318,16 +333,12 @@ static int commit(alex_db *db, int sync, const char *cond)
 	 * (release its lock, delete its journal) and say the error at its
 	 * next read or write instead */
 	if (!alex_txn_open(db))
-		return sync && db->cfg.sync == ALEX_SYNC_FULL && db->unsynced_commit
-			       ? sync_written(db) : 0;
+		return sync && written_unsynced(db) ? sync_written(db) : 0;
 	if (db->failed)
 		return ALEX_EFAILED;
 	int to_wal = enters_wal(db);
-	if (sync && alex_carry_let_go(db)) {
-		db->st.checkpoint_failures++;
-		if (db->failed)
-			return ALEX_EFAILED;
-	}
+	if (sync && (err = carry_let_go(db)))
+		return err;
 	db->cond = cond;
 	err = write_commit(db, &len, &n, &off);
 	db->cond = NULL;
