@@ -288,8 +288,8 @@ check-preload: all $(PRELOAD_TESTS)
 	@$(RUN_TEST) space-unstaged env ALEX_STAGE=0 ALEX_SYNC=normal tests/preload/space.sh $(B)
 	@$(RUN_TEST) powercut-unstaged env ALEX_STAGE=0 tests/preload/powercut.sh $(B) 0 40
 	@$(RUN_TEST) powercut-memory env POWERCUT_JOURNAL=memory tests/preload/powercut.sh $(B) 0 30
-	@$(RUN_TEST) powercut-disk-journal env POWERCUT_JOURNAL=truncate POWERCUT_DISK_JOURNAL=1 \
-		tests/preload/powercut.sh $(B) 0 30
+	@$(RUN_TEST) powercut-disk-journal env POWERCUT_JOURNAL=truncate POWERCUT_DISK_JOURNAL=hot \
+		POWERCUT_LOCKING=exclusive POWERCUT_NTXN=40 tests/preload/powercut.sh $(B) skip 30
 	@$(RUN_TEST) diff-unstaged env ALEX_STAGE=0 ALEX_SYNC=normal tests/preload/diff.sh $(B)
 	@$(RUN_TEST) regress tests/preload/regress.sh $(B)
 	@$(RUN_TEST) inspect tests/preload/inspect.sh $(B) $(B)/alex

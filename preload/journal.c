@@ -31,6 +31,7 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "stats.h"
 #include "trace.h"
 
 #define ON_DISK (-1)
@@ -188,8 +189,34 @@ void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fen
 
 /* ---- by name ------------------------------------------------------------------ */
 
+/*
+ * A journal on disk that SQLite would not call hot: empty, or its first
+ * byte zero (pager.c's hasHotJournal rule: PERSIST mode zeroes the header
+ * at every end, TRUNCATE mode empties the file, and both keep it for good).
+ * Asked only when SQLite opens the journal to begin writing, so SQLite
+ * holds RESERVED: no other process may be writing a journal, and SQLite
+ * rolled back any hot one at SHARED.  Such a file holds nothing anyone
+ * needs.  A regular file only, not followed through a link.
+ */
+static int cold_on_disk(const char *jpath)
+{
+	int fd = REAL(open)(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	struct stat64 st;
+	unsigned char first = 1;
+	int cold = REAL(fstat64)(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		   (st.st_size == 0 || (REAL(pread64)(fd, &first, 1, 0) == 1 && first == 0));
+	REAL(close)(fd);
+	return cold;
+}
+
 /* Under db->mu: the journal exists, made now if asked.  0, ON_DISK (there
- * before us: not ours), or an errno. */
+ * before us: not ours), or an errno.  A cold journal on disk is removed
+ * when SQLite begins writing, and the journal made in memory: passed
+ * through, it made every commit synced for as long as the file stayed
+ * (serve.c: j_disk) -- for good in TRUNCATE and PERSIST mode.  Its removal
+ * needs no sync: if a power cut undoes it, the file is back as cold. */
 static int ensure(struct pdb *db, const char *jpath, int flags)
 {
 	struct alex_fence fence;
@@ -199,11 +226,15 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 	if (!absent_known(db, ROLE_JOURNAL, &fence)) {
 		int saved = errno;
 		if (REAL(access)(jpath, F_OK) == 0) {
-			db->j_disk = 1;
-			return ON_DISK;
-		}
-		if (errno == ENOENT)
+			if (!(flags & O_CREAT) || !cold_on_disk(jpath) || REAL(unlink)(jpath) != 0) {
+				errno = saved;
+				db->j_disk = 1;
+				return ON_DISK;
+			}
+			ALEX_COUNT(cold_journals_removed, 1);
+		} else if (errno == ENOENT) {
 			absent_seen(db, ROLE_JOURNAL, &fence);
+		}
 		errno = saved;
 	}
 	db->j_disk = 0;

@@ -89,7 +89,7 @@ void alex_stats_write(const struct alex_stats *live)
 		"\"temp_files\": %llu, \"flusher_merges\": %llu, \"staging_syncs\": %llu, "
 		"\"span_locks\": %llu, \"span_refused\": %llu, \"span_leases\": %llu, "
 		"\"span_lingers\": %llu, "
-		"\"name_answers\": %llu, \"name_takes\": %llu},\n"
+		"\"name_answers\": %llu, \"name_takes\": %llu, \"cold_journals_removed\": %llu},\n"
 		"  \"engine\": {\"commits\": %llu, \"records\": %llu, \"spills\": %llu, "
 		"\"log_syncs\": %llu, \"bytes_logged\": %llu, \"bytes_raw\": %llu, "
 		"\"blocks_logged\": %llu, \"blocks_compressed\": %llu, \"blocks_gapped\": %llu, "
@@ -106,7 +106,8 @@ void alex_stats_write(const struct alex_stats *live)
 		C(p->syncs_requested), C(p->journal_syncs_elided), C(p->dir_syncs_elided),
 		C(p->reserved_releases), C(p->writes_committed), C(p->refreshes), C(p->mmaps), C(p->mmaps_refused),
 		C(p->temp_files), C(p->flusher_merges), C(p->staging_syncs), C(p->span_locks),
-		C(p->span_refused), C(p->span_leases), C(p->span_lingers), C(p->name_answers), C(p->name_takes), C(e.commits),
+		C(p->span_refused), C(p->span_leases), C(p->span_lingers), C(p->name_answers), C(p->name_takes),
+		C(p->cold_journals_removed), C(e.commits),
 		C(e.records), C(e.spills), C(e.syncs), C(e.bytes_logged), C(e.bytes_raw),
 		C(e.blocks_logged), C(e.blocks_compressed), C(e.blocks_gapped), C(e.blocks_delta),
 		C(e.blocks_delta_base), C(e.dedup_hits),

@@ -25,6 +25,8 @@ struct alex_pstats {
 	uint64_t span_lingers;         /* ... its release answered: the lock lingers */
 	uint64_t name_answers;         /* stats of a database by name from memory (watch.c) */
 	uint64_t name_takes;           /* ... and taken from the kernel, to be kept */
+	uint64_t cold_journals_removed; /* journals on disk SQLite would not roll
+					   back, removed as it began to write (journal.c) */
 };
 
 extern struct alex_pstats alex_pstats;

@@ -91,14 +91,22 @@ for m in off trace; do
 	rm -f off.db*
 done
 
-# a journal on disk beside an encrypted database is never written
+# a journal on disk beside an encrypted database is never written: a hot
+# one (its first byte not zero) stays, and the database with it as it was
 ax sqlite3 j.db "create table t(s); insert into t values('$secret j1')"
-head -c 512 /dev/zero >j.db-journal
+{ printf '\001'; head -c 511 /dev/zero; } >j.db-journal
 ax sqlite3 j.db "pragma journal_mode=persist; update t set s = '$secret j2'" >out 2>&1
 t "a journal on disk is not written ($(tail -1 out))" grep -q "journal on disk beside an encrypted database" out
 t "... and holds none of the text" [ "$(grep -c "$secret" j.db-journal)" = 0 ]
 rm -f j.db-journal
 t "... the database as it was" [ "$(ax sqlite3 j.db 'select s from t' 2>&1)" = "$secret j1" ]
+# a cold one (PERSIST's zeroed header) is removed as SQLite begins to write,
+# and the journal kept in memory: the update goes through, encrypted
+head -c 512 /dev/zero >j.db-journal
+ax sqlite3 j.db "pragma journal_mode=persist; update t set s = '$secret j2'" >out 2>&1
+t "a cold journal on disk is removed ($(tail -1 out))" [ "$(cat out)" = persist ] && [ ! -e j.db-journal ]
+t "... the update made" [ "$(ax sqlite3 j.db 'select s from t' 2>&1)" = "$secret j2" ]
+t "... and nothing in clear" [ "$(cat j.db* | grep -c "$secret")" = 0 ]
 for bad in mode644 short missing; do
 	case $bad in
 	mode644) cp k kb && chmod 644 kb ;;

@@ -110,12 +110,21 @@ static int wal_mode(void)
 	return j && strcmp(j, "wal") == 0;
 }
 
-/* The journal mode POWERCUT_JOURNAL names, if any: 0 or an error. */
+/* The journal mode POWERCUT_JOURNAL names, if any, and the locking mode
+ * POWERCUT_LOCKING names (exclusive: SQLite keeps its journal open from
+ * one transaction to the next): 0 or an error. */
 static int journal_mode(sqlite3 *db)
 {
-	const char *j = getenv("POWERCUT_JOURNAL");
+	const char *j = getenv("POWERCUT_JOURNAL"), *l = getenv("POWERCUT_LOCKING");
 	char sql[64];
 
+	if (l && *l) {
+		if (strlen(l) > 16)
+			return 1;
+		snprintf(sql, sizeof sql, "pragma locking_mode=%s", l);
+		if (exec(db, sql))
+			return 1;
+	}
 	if (!j || !*j)
 		return 0;
 	if (strlen(j) > 16)

@@ -15,20 +15,45 @@
 # a number, that many K spread over the run, the variant rotating.
 # POWERCUT_JOURNAL=MODE (powercut.c): the workload in that journal mode.
 # POWERCUT_DISK_JOURNAL=1: an empty journal on disk before each run, as a
-# program without ALEX leaves one in TRUNCATE or PERSIST mode; SQLite then
-# writes that file (ALEX passes it through) instead of one in memory.
+# program without ALEX leaves one in TRUNCATE or PERSIST mode.  ALEX
+# removes it at SQLite's first write (journal.c: cold_on_disk) and keeps
+# the journal in memory from then on; before the thirty-ninth session
+# SQLite wrote that file, passed through, for the whole run.
+# POWERCUT_DISK_JOURNAL=hot: a hot journal instead, left by plain SQLite
+# killed in a transaction that spilled pages into the database after
+# transaction 1; ALEX's SQLite rolls it back first, through the journal
+# passed through, and its commit is synced at SQLite's sync of the
+# database (serve.c: j_disk), before SQLite deletes the journal.  The run
+# then begins at transaction 2.  POWERCUT_NTXN=N: N transactions, not 320.
 # Prints "powercut: N cuts, M failed".
 set -u
 B=$(cd "${1:?usage: powercut.sh BUILD FULL_CUTS NORMAL_CUTS}" && pwd)
 full_cuts=${2:-150} normal_cuts=${3:-60}
-NTXN=320
+NTXN=${POWERCUT_NTXN:-320} first=1
+[ "${POWERCUT_DISK_JOURNAL:-}" = hot ] && first=2
+hot_py='
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("pragma cache_size=2")
+c.execute("begin")
+for i in range(300):
+    c.execute("insert into t(k, v) values(?, ?)", (-1 - i, "hot" * 150))
+with open(sys.argv[1] + "-journal", "rb") as j:
+    assert j.read(1) != b"\0", "no hot journal"
+os._exit(0)
+'
 tmp=$(mktemp -d /tmp/alex-powercut.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export LD_PRELOAD=$B/libalex-test.so ALEX_CHECKPOINT_MB=1 ALEX_SYNC_MS=50
 cuts=0 fail=0 nocut=0
 
 disk_journal() {
-	if [ -n "${POWERCUT_DISK_JOURNAL:-}" ]; then : >"$1/db.db-journal"; fi
+	case ${POWERCUT_DISK_JOURNAL:-} in
+	"") ;;
+	hot) env -u LD_PRELOAD "$B/tests/powercut" run "$1/db.db" "$1/acks" 1 0 >/dev/null &&
+		env -u LD_PRELOAD python3 -c "$hot_py" "$1/db.db" ;;
+	*) : >"$1/db.db-journal" ;;
+	esac
 }
 
 # mode -> the number of mutating calls of an uncut run
@@ -37,7 +62,7 @@ count_ops() {
 	mkdir -p "$d"
 	disk_journal "$d"
 	ALEX_SYNC=$1 ALEX_TEST_POWERCUT=0 ALEX_STATS=$d/stats.json \
-		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$2" || return 1
+		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$2" $first || return 1
 	sed -n 's/.*"test_io": {"ops": \([0-9]*\).*/\1/p' "$d/stats.json"
 }
 
@@ -47,7 +72,7 @@ one() {
 	rm -rf "$d" && mkdir -p "$d"
 	disk_journal "$d"
 	ALEX_SYNC=$mode ALEX_TEST_POWERCUT=$k:$how:$k ALEX_TEST_REPORT=$d/report \
-		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$pace" 2>"$d/err"
+		"$B/tests/powercut" run "$d/db.db" "$d/acks" $NTXN "$pace" $first 2>"$d/err"
 	local st=$?
 	if [ $st -eq 0 ]; then # this run made fewer calls (normal mode's timing)
 		nocut=$((nocut + 1))

@@ -668,6 +668,39 @@ for jm, x in (("delete", ""), ("truncate", ""), ("persist", ""), ("delete", "x")
     out += [tag, str(n) if tag != "memory-x" else str(n >= 50)]
 print(" ".join(out))'
 
+# A cold journal on disk (left by a program without ALEX in TRUNCATE or
+# PERSIST mode: empty, or its header zeroed) is removed when SQLite begins
+# to write, and the journal kept in memory: passed through, it made every
+# commit synced for as long as the file stayed -- for good in those modes
+# (the thirty-eighth session measured 2 001 syncs for 1 000 INSERTs).
+# Few syncs, the file gone, every row there.
+scenario cold-journal-removed "persist 1 True False 201 truncate 1 True False 201 persist-x 1 True False 201" '
+import json, os, sqlite3, subprocess, sys
+d = sys.argv[1]
+plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+kid = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+if sys.argv[3] == "x": c.execute("pragma locking_mode=exclusive")
+c.execute("pragma journal_mode=" + sys.argv[2])
+for i in range(200): c.execute("insert into t values(?)", (i,))
+"""
+out = []
+for jm, x in (("persist", ""), ("truncate", ""), ("persist", "x")):
+    tag, db = jm + ("-" + x if x else ""), d + "/" + jm + x + ".db"
+    subprocess.run([sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute(\"pragma journal_mode=" + jm + "\"); c.execute(\"create table t(x)\"); "
+                    "c.execute(\"insert into t values(-1)\"); c.commit()", db], env=plain, check=True)
+    assert os.path.exists(db + "-journal")
+    env = dict(os.environ, ALEX_STATS=d + "/" + tag + ".json", ALEX_SYNC="normal")
+    subprocess.run([sys.executable, "-c", kid, db, jm, x], env=env, check=True)
+    st = json.load(open(d + "/" + tag + ".json"))
+    n = subprocess.run([sys.executable, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from t\").fetchone()[0])", db],
+                       env=plain, capture_output=True, text=True).stdout.strip()
+    out += [tag, str(st["intercepted"]["cold_journals_removed"]), str(st["engine"]["log_syncs"] < 40),
+            str(os.path.exists(db + "-journal")), n]
+print(" ".join(out))'
+
 # The same rule after a descriptor of the database was closed behind the
 # hooks' back (a raw close system call) and the hooks learn of it only when
 # the kernel hands the number out again -- here in the middle of an
