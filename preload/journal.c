@@ -31,6 +31,8 @@
 #include "pdb.h"
 #include "real.h"
 #include "serve.h"
+#include "span.h"
+#include "sqlite_locks.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -195,8 +197,8 @@ void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fen
  * at every end, TRUNCATE mode empties the file, and both keep it for good).
  * Asked only when SQLite opens the journal to begin writing, so SQLite
  * holds RESERVED: no other process may be writing a journal, and SQLite
- * rolled back any hot one at SHARED.  Such a file holds nothing anyone
- * needs.  A regular file only, not followed through a link.
+ * rolled back any hot one at SHARED.  A regular file only, not followed
+ * through a link.
  */
 static int cold_on_disk(const char *jpath)
 {
@@ -211,12 +213,57 @@ static int cold_on_disk(const char *jpath)
 	return cold;
 }
 
+/*
+ * Does another process hold a lock on SQLite's SHARED bytes?  Then it may
+ * have the cold journal open: SQLite keeps it open in TRUNCATE and PERSIST
+ * mode until it lets its lock go, and writes its next transaction's into
+ * that file -- removed, a crash of a program without ALEX would leave no
+ * hot journal, and its spilled pages in the database (review: "database
+ * disk image is malformed").  A process that takes SHARED later opens the
+ * journal afresh.  The span lock, this process's OFD lock over all of
+ * SQLite's bytes (span.c), keeps every other lock off them while it
+ * stands: a lock found there without an owner's pid is then the span's.
+ */
+static int others_share(struct pdb *db)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = SQLITE_SHARED_FIRST, .l_len = SQLITE_SHARED_SIZE };
+	int fd = db->eng ? alex_db_fd(db->eng) : -1;
+
+	if (fd < 0 || REAL(fcntl)(fd, F_GETLK, &l) != 0)
+		return 1;
+	return l.l_type != F_UNLCK && !(l.l_pid == -1 && alex_span_stands(db));
+}
+
+/* The cold journal removed, and its removal synced: on a file system whose
+ * syncs of ALEX's log do not carry other names with them (ext4's and XFS's
+ * do), a power cut could bring back a file that SQLite without ALEX
+ * emptied or zeroed but never synced (TRUNCATE with synchronous=NORMAL),
+ * hot.  0, or an errno once the file is gone. */
+static int remove_cold(const char *jpath)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(jpath, '/');
+	size_t n = slash == jpath ? 1 : (size_t)(slash - jpath);
+
+	if (!slash || n >= sizeof dir || REAL(unlink)(jpath) != 0)
+		return -1;
+	memcpy(dir, jpath, n);
+	dir[n] = 0;
+	int fd = REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+	if (fd < 0 || REAL(fsync)(fd) != 0)
+		err = errno ? errno : EIO;
+	if (fd >= 0)
+		REAL(close)(fd);
+	return err;
+}
+
 /* Under db->mu: the journal exists, made now if asked.  0, ON_DISK (there
  * before us: not ours), or an errno.  A cold journal on disk is removed
- * when SQLite begins writing, and the journal made in memory: passed
- * through, it made every commit synced for as long as the file stayed
- * (serve.c: j_disk) -- for good in TRUNCATE and PERSIST mode.  Its removal
- * needs no sync: if a power cut undoes it, the file is back as cold. */
+ * when SQLite begins to write and no other process holds SHARED, and the
+ * journal made in memory: passed through, it made every commit synced for
+ * as long as the file stayed (serve.c: j_disk) -- for good in TRUNCATE and
+ * PERSIST mode. */
 static int ensure(struct pdb *db, const char *jpath, int flags)
 {
 	struct alex_fence fence;
@@ -224,12 +271,17 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 	if (db->j.exists)
 		return (flags & O_CREAT) && (flags & O_EXCL) ? EEXIST : 0;
 	if (!absent_known(db, ROLE_JOURNAL, &fence)) {
-		int saved = errno;
+		int saved = errno, rc = -1;
 		if (REAL(access)(jpath, F_OK) == 0) {
-			if (!(flags & O_CREAT) || !cold_on_disk(jpath) || REAL(unlink)(jpath) != 0) {
+			if (!(flags & O_CREAT) || !cold_on_disk(jpath) || others_share(db) ||
+			    (rc = remove_cold(jpath)) < 0) {
 				errno = saved;
 				db->j_disk = 1;
 				return ON_DISK;
+			}
+			if (rc) {
+				db->j_disk = 0;
+				return rc; /* gone, its removal not synced: this open fails */
 			}
 			ALEX_COUNT(cold_journals_removed, 1);
 		} else if (errno == ENOENT) {

@@ -701,6 +701,14 @@ for jm, x in (("persist", ""), ("truncate", ""), ("persist", "x")):
             str(os.path.exists(db + "-journal")), n]
 print(" ".join(out))'
 
+# ... but not while another process holds SHARED (journal_shared.py)
+for jm in persist truncate; do
+	d=$tmp/journal-shared-$jm; mkdir -p "$d"
+	out=$(env -u LD_PRELOAD python3 "$(dirname "$0")/journal_shared.py" "$d" $jm "$lib" 2>&1 | tr '\n' ' ')
+	if [ "$out" = "True ok 2001 0 " ]; then pass=$((pass + 1)); else
+		fail=$((fail + 1)); echo "FAIL cold-journal-kept-while-shared-$jm: got '$out'"; fi
+done
+
 # The same rule after a descriptor of the database was closed behind the
 # hooks' back (a raw close system call) and the hooks learn of it only when
 # the kernel hands the number out again -- here in the middle of an
