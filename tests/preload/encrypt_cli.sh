@@ -68,8 +68,10 @@ refused "a missing key file" "alex: nokey: cannot open it" "$alex" decrypt --key
 touch d.db-alex
 refused "a log beside it" "run alex checkpoint d.db first" "$alex" decrypt --key-file=k1 d.db
 rm d.db-alex
-touch d.db-journal
-refused "a journal beside it" "a hot journal" "$alex" decrypt --key-file=k1 d.db
+printf '\331\325\005\371' >d.db-journal
+refused "a hot journal beside it" "a hot journal" "$alex" decrypt --key-file=k1 d.db
+: >d.db-journal # a cold one (TRUNCATE's) is no reason: the key check comes next
+refused "a cold journal beside it" "d.db: encrypted with another key" "$alex" decrypt --key-file=k2 d.db
 rm d.db-journal
 
 # rekey (the old key from the environment), then decrypt with the new one
