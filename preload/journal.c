@@ -220,9 +220,9 @@ static int cold_on_disk(const char *jpath)
  * that file -- removed, a crash of a program without ALEX would leave no
  * hot journal, and its spilled pages in the database (review: "database
  * disk image is malformed").  A process that takes SHARED later opens the
- * journal afresh.  The span lock, this process's OFD lock over all of
- * SQLite's bytes (span.c), keeps every other lock off them while it
- * stands: a lock found there without an owner's pid is then the span's.
+ * journal afresh.  While a span stands, SQLite's locks are the span's, an
+ * OFD lock (span.c), and the question goes through its description, which
+ * leaves out only its own; else the process's, which F_GETLK leaves out.
  */
 static int others_share(struct pdb *db)
 {
@@ -230,9 +230,11 @@ static int others_share(struct pdb *db)
 			   .l_start = SQLITE_SHARED_FIRST, .l_len = SQLITE_SHARED_SIZE };
 	int fd = db->eng ? alex_db_fd(db->eng) : -1;
 
+	if (alex_span_getlk(db, &l))
+		return l.l_type != F_UNLCK;
 	if (fd < 0 || REAL(fcntl)(fd, F_GETLK, &l) != 0)
 		return 1;
-	return l.l_type != F_UNLCK && !(l.l_pid == -1 && alex_span_stands(db));
+	return l.l_type != F_UNLCK;
 }
 
 /* The cold journal removed, and its removal synced: on a file system whose

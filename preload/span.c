@@ -957,6 +957,19 @@ int alex_span_leave(struct pdb *db)
 	return stays;
 }
 
+int alex_span_getlk(struct pdb *db, struct flock *l)
+{
+	int done = 0;
+
+	if (!__atomic_load_n(&db->held.span, __ATOMIC_RELAXED) || !ours())
+		return 0;
+	busy(db);
+	if (db->held.span && mine(db) && own_lock(db, F_OFD_GETLK, l) == 0)
+		done = 1;
+	idle(db);
+	return done;
+}
+
 int alex_span_stands(struct pdb *db)
 {
 	return ours() && __atomic_load_n(&db->held.span, __ATOMIC_RELAXED) != SPAN_NONE;

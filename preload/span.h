@@ -24,6 +24,12 @@ int alex_span_call(struct pdb *db, int fd, int cmd, struct flock *l, int first,
  * the process without a moment in which nobody holds it: alex_span_call
  * makes SQLite's calls on the description until it lets go. */
 int alex_span_leave(struct pdb *db);
+/* F_GETLK for l while a span stands, asked through its own description:
+ * the answer leaves out the span's locks, and only them -- after the lease
+ * (SPAN_REAL) others may hold a read lock beside the span's, which a POSIX
+ * F_GETLK would hide behind it (review).  1 answered, 0 no span (ask the
+ * kernel as the process). */
+int alex_span_getlk(struct pdb *db, struct flock *l);
 /* Does a span stand?  Its locks are on a description of its own, which no
  * close of the program's descriptors lets go: the model stays true. */
 int alex_span_stands(struct pdb *db);
