@@ -148,6 +148,12 @@ struct alex_io {
 /* The real files. */
 extern const struct alex_io alex_io_posix;
 
+/* Would SQLite leave the journal at path as it is -- empty, or its first
+ * byte zero (pager.c's hasHotJournal rule; TRUNCATE and PERSIST mode leave
+ * such a file for good)?  A regular file only, not followed through a
+ * link.  Raw system calls, as alex_io_posix's: no hook of libalex.so. */
+int alex_journal_cold(const char *path);
+
 /*
  * The memory backend.  Files live in memory; each remembers what was written
  * since its last fdatasync so that a crash image can be cut from it, and

@@ -305,6 +305,20 @@ static int px_sync_dir(void *ctx, const char *path)
 	return err;
 }
 
+int alex_journal_cold(const char *path)
+{
+	unsigned char first = 1;
+	struct stat st;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0)
+		return 0;
+	int cold = syscall(SYS_fstat, (int)fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		   (st.st_size == 0 || (syscall(SYS_pread64, (int)fd, &first, 1, 0) == 1 && first == 0));
+	syscall(SYS_close, (int)fd);
+	return cold;
+}
+
 /* Open file description locks: tied to this descriptor's open file, not to
  * the process, so no other close() in the process can drop them, and a
  * forked child shares them. */

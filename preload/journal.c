@@ -192,28 +192,6 @@ void alex_name_absent(struct pdb *db, enum alex_role role, const struct alex_fen
 /* ---- by name ------------------------------------------------------------------ */
 
 /*
- * A journal on disk that SQLite would not call hot: empty, or its first
- * byte zero (pager.c's hasHotJournal rule: PERSIST mode zeroes the header
- * at every end, TRUNCATE mode empties the file, and both keep it for good).
- * Asked only when SQLite opens the journal to begin writing, so SQLite
- * holds RESERVED: no other process may be writing a journal, and SQLite
- * rolled back any hot one at SHARED.  A regular file only, not followed
- * through a link.
- */
-static int cold_on_disk(const char *jpath)
-{
-	int fd = REAL(open)(jpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	struct stat64 st;
-	unsigned char first = 1;
-	int cold = REAL(fstat64)(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		   (st.st_size == 0 || (REAL(pread64)(fd, &first, 1, 0) == 1 && first == 0));
-	REAL(close)(fd);
-	return cold;
-}
-
-/*
  * Does another process hold a lock on SQLite's SHARED bytes?  Then it may
  * have the cold journal open: SQLite keeps it open in TRUNCATE and PERSIST
  * mode until it lets its lock go, and writes its next transaction's into
@@ -228,10 +206,9 @@ static int others_share(struct pdb *db)
 {
 	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
 			   .l_start = SQLITE_SHARED_FIRST, .l_len = SQLITE_SHARED_SIZE };
-	int fd = db->eng ? alex_db_fd(db->eng) : -1;
-
 	if (alex_span_getlk(db, &l))
 		return l.l_type != F_UNLCK;
+	int fd = db->eng ? alex_db_fd(db->eng) : -1;
 	if (fd < 0 || REAL(fcntl)(fd, F_GETLK, &l) != 0)
 		return 1;
 	return l.l_type != F_UNLCK;
@@ -241,26 +218,17 @@ static int others_share(struct pdb *db)
  * syncs of ALEX's log do not carry other names with them (ext4's and XFS's
  * do), a power cut could bring back a file that SQLite without ALEX
  * emptied or zeroed but never synced (TRUNCATE with synchronous=NORMAL),
- * hot.  A directory that cannot be opened is not synced, as SQLite skips
- * its own directory sync there (review: mode 0300).  0, or an errno once
- * the file is gone. */
+ * hot.  A directory this process may not open is not synced, as SQLite
+ * skips its own directory sync there (review: mode 0300).  0, -1 if it
+ * stays, or an errno once the file is gone. */
 static int remove_cold(const char *jpath)
 {
-	char dir[PATH_MAX];
-	const char *slash = strrchr(jpath, '/');
-	size_t n = slash == jpath ? 1 : (size_t)(slash - jpath);
+	const struct alex_io_ops *o = alex_io_posix.ops;
 
-	if (!slash || n >= sizeof dir || REAL(unlink)(jpath) != 0)
+	if (o->unlink(alex_io_posix.ctx, jpath))
 		return -1;
-	memcpy(dir, jpath, n);
-	dir[n] = 0;
-	int fd = REAL(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
-	if (fd < 0)
-		return 0;
-	if (REAL(fsync)(fd) != 0)
-		err = errno ? errno : EIO;
-	REAL(close)(fd);
-	return err;
+	int err = o->sync_dir(alex_io_posix.ctx, jpath);
+	return err == EACCES || err == EPERM ? 0 : err;
 }
 
 /* Under db->mu: the journal exists, made now if asked.  0, ON_DISK (there
@@ -278,7 +246,7 @@ static int ensure(struct pdb *db, const char *jpath, int flags)
 	if (!absent_known(db, ROLE_JOURNAL, &fence)) {
 		int saved = errno, rc = -1;
 		if (REAL(access)(jpath, F_OK) == 0) {
-			if (!(flags & O_CREAT) || !cold_on_disk(jpath) || others_share(db) ||
+			if (!(flags & O_CREAT) || !alex_journal_cold(jpath) || others_share(db) ||
 			    (rc = remove_cold(jpath)) < 0) {
 				errno = saved;
 				db->j_disk = 1;

@@ -108,23 +108,6 @@ static int load_key(const char *file, struct alex_key **k, struct alex_xts **x)
 	return 0;
 }
 
-/* A journal SQLite would not roll back (pager.c's rule: empty, or its
- * first byte zero), as TRUNCATE and PERSIST mode leave one for good: no
- * reason to refuse, and libalex.so removes it at the next write. */
-static int journal_cold(const char *name)
-{
-	unsigned char first = 1;
-	struct stat st;
-	int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-
-	if (fd < 0)
-		return 0;
-	int cold = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		   (st.st_size == 0 || (pread(fd, &first, 1, 0) == 1 && first == 0));
-	close(fd);
-	return cold;
-}
-
 /* Is anything beside path that the conversion would leave behind? */
 static int siblings_clear(const char *path)
 {
@@ -147,7 +130,8 @@ static int siblings_clear(const char *path)
 	for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
 		snprintf(name, sizeof name, "%s%s", path, beside[i].suffix);
 		if (alex_io_posix.ops->exists(alex_io_posix.ctx, name, &yes) == 0 && yes &&
-		    !(strcmp(beside[i].suffix, "-journal") == 0 && journal_cold(name))) {
+		    /* a cold one SQLite leaves as it is; libalex.so removes it */
+		    !(strcmp(beside[i].suffix, "-journal") == 0 && alex_journal_cold(name))) {
 			const char *then = beside[i].then, *file = strstr(then, "FILE");
 			fprintf(stderr, "alex: %s: %s is beside it (%s): ", path, name, beside[i].why);
 			if (file)

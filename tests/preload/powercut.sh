@@ -16,7 +16,7 @@
 # POWERCUT_JOURNAL=MODE (powercut.c): the workload in that journal mode.
 # POWERCUT_DISK_JOURNAL=1: an empty journal on disk before each run, as a
 # program without ALEX leaves one in TRUNCATE or PERSIST mode.  ALEX
-# removes it at SQLite's first write (journal.c: cold_on_disk) and keeps
+# removes it at SQLite's first write (alex_journal_cold) and keeps
 # the journal in memory from then on; before the thirty-ninth session
 # SQLite wrote that file, passed through, for the whole run.
 # POWERCUT_DISK_JOURNAL=hot: a hot journal instead, left by plain SQLite
