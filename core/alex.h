@@ -287,8 +287,9 @@ int alex_discard(alex_db *db);
  * ALEX_SYNC_NORMAL's syncs, made outside the caller's lock so that commits
  * do not wait for them.  A commit syncs inline only when a whole window
  * (sync_ms, or extent_bytes) is unsynced.  After a commit alex_sync_wanted
- * says 1 -- when the commit is the first unsynced one (the thread starts
- * its clock) and, once, at half the window's bytes -- and the caller wakes
+ * says ALEX_WANT_CLOCK when the commit is the first unsynced one (the
+ * thread must look within a tick: its clock starts) and ALEX_WANT_NOW, once,
+ * at half the window's bytes (a sync is due now) -- and the caller wakes
  * its syncing thread.  That thread looks every quarter window while
  * alex_sync_pending says commits wait (and sleeps while none do): under
  * the lock, alex_sync_start is 1 when a sync is due (half the bytes, three
@@ -298,6 +299,7 @@ int alex_discard(alex_db *db);
  * fails the engine, as an inline one does).  One at a time.  A forked
  * child, which has no such thread, calls alex_sync_forget.
  */
+enum { ALEX_WANT_CLOCK = 1, ALEX_WANT_NOW = 2 };
 int alex_sync_wanted(alex_db *db);
 int alex_sync_pending(const alex_db *db);
 int alex_sync_start(alex_db *db);

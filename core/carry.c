@@ -331,7 +331,7 @@ int alex_carry_step(alex_db *db)
 		db->ca.state = ALEX_CA_COPIED;
 		db->ca.waits = 0;
 		db->ca.err = 0;
-		db->bg_want = 1; /* the syncing thread takes it (alex_sync_start) */
+		db->bg_want |= ALEX_WANT_NOW; /* the syncing thread takes it (alex_sync_start) */
 		return 0;
 	}
 	case ALEX_CA_COPIED:

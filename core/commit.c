@@ -256,7 +256,7 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 		 * FULL's (alex_commit_now), which the next boundary syncs */
 		if (!db->unsynced_since_ns) {
 			db->unsynced_since_ns = now;
-			db->bg_want = db->cfg.sync == ALEX_SYNC_NORMAL;
+			db->bg_want |= db->cfg.sync == ALEX_SYNC_NORMAL ? ALEX_WANT_CLOCK : 0;
 		}
 		/* the whole window: synced here, before the commit returns;
 		 * most of it: a sync outside the lock is asked for, which keeps
@@ -268,8 +268,10 @@ static int commit_after(alex_db *db, int sync, int to_wal, uint32_t len)
 			return err;
 		}
 		if (db->cfg.sync == ALEX_SYNC_NORMAL && db->unsynced_commit && !db->bg.on &&
-		    !db->bg_asked && sync_soon(db, now))
-			db->bg_asked = db->bg_want = 1;
+		    !db->bg_asked && sync_soon(db, now)) {
+			db->bg_asked = 1;
+			db->bg_want |= ALEX_WANT_NOW;
+		}
 	}
 	/* A database that enters WAL mode leaves the log at once: from now on
 	 * SQLite writes it directly (its WAL and its checkpoints), and programs

@@ -5,10 +5,18 @@
  * at the first commit that asks (below), syncs what is due without holding the database's
  * lock (serve.c: alex_serve_sync_start, alex_serve_sync_end).  It looks
  * every eighth of a window while commits wait, and when a commit asks
- * (alex_flusher_kick: the first unsynced one, or half the window's bytes);
- * with nothing unsynced it sleeps, so an idle program is not woken.  After
- * fork() the child starts its own (its syncs, like its inline ones, are of
- * descriptions it shares with its parent).
+ * (alex_flusher_kick: half the window's bytes, or the first unsynced
+ * commit -- a window's clock starting -- if it is not looking by the tick
+ * anyway); it goes on looking by the tick for IDLE_TICKS after the last
+ * commit it saw waiting, then sleeps, so an idle program is not woken.
+ * After fork() the child starts its own (its syncs, like its inline ones,
+ * are of descriptions it shares with its parent).
+ *
+ * Why not wake it at every window's start: a wake of a thread that sleeps
+ * is a system call that, on a virtual machine, waits for an idle CPU to be
+ * woken -- 10-25 us inside the commit that started a window, once a
+ * window, and the thread woken then took the registry's lock in the
+ * committing thread's way (docs/BENCHMARKS.md, fortieth session).
  *
  * The thread is made at the first commit that asks, not at an open; a
  * commit that puts its database in WAL mode is synced inline instead
@@ -33,6 +41,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
 static int kicked;
+/* the thread looks every tick, without being woken (see the top) */
+static int ticking;
+
+/* Ticks looked at with nothing waiting before the thread sleeps: eight
+ * windows (800 ms by default). */
+#define IDLE_TICKS 64
 
 static void init_cv(void);
 
@@ -74,30 +88,52 @@ static void wait_tick(int waiting)
 	pthread_mutex_unlock(&mu);
 }
 
+/* One look at every database: the syncs that are due.  Nonzero while
+ * something still waits (what the syncs did not cover, commits made
+ * meanwhile, is looked at again a tick on). */
+static int look(void)
+{
+	struct due d = { .n = 0, .waiting = 0 };
+
+	alex_pdb_scan(start_one, &d);
+	for (int i = 0; i < d.n; i++)
+		alex_serve_sync_end(d.db[i]);
+	return d.waiting || d.n;
+}
+
 static void *flusher(void *arg)
 {
-	int waiting = 1;
+	unsigned idle = 0;
 
 	(void)arg;
 	for (;;) {
-		struct due d = { .n = 0, .waiting = 0 };
-		wait_tick(waiting);
-		alex_pdb_scan(start_one, &d);
-		for (int i = 0; i < d.n; i++)
-			alex_serve_sync_end(d.db[i]);
-		/* what the syncs did not cover (commits made meanwhile) is
-		 * looked at again an eighth of a window on */
-		waiting = d.waiting || d.n;
+		wait_tick(idle < IDLE_TICKS);
+		if (look()) {
+			idle = 0;
+			__atomic_store_n(&ticking, 1, __ATOMIC_SEQ_CST);
+		} else if (++idle == IDLE_TICKS) {
+			/* said before the last look: a commit that started a
+			 * clock before it is seen by that look (start_one reads
+			 * it under the database's lock, which the commit held),
+			 * one after it reads 0 here and wakes the thread */
+			__atomic_store_n(&ticking, 0, __ATOMIC_SEQ_CST);
+			if (look()) {
+				idle = 0;
+				__atomic_store_n(&ticking, 1, __ATOMIC_SEQ_CST);
+			}
+		}
 	}
 	return NULL;
 }
 
-void alex_flusher_kick(void)
+void alex_flusher_kick(int want)
 {
 	/* a forked child, or a process whose thread could not be made, has
 	 * none yet: commits made on what it already has open still need one */
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
 		alex_flusher_start();
+	else if (want == ALEX_WANT_CLOCK && __atomic_load_n(&ticking, __ATOMIC_SEQ_CST))
+		return; /* it looks within a tick anyway */
 	pthread_once(&cv_once, init_cv);
 	pthread_mutex_lock(&mu);
 	kicked = 1;
@@ -122,6 +158,7 @@ void alex_flusher_forked(void)
 	 * may have been held by the parent's at the moment of the fork */
 	started = 0;
 	refused = 0;
+	ticking = 0;
 	pthread_mutex_init(&mu, NULL);
 	init_cv();
 	kicked = 0;

@@ -10,8 +10,9 @@ void alex_flusher_start(void);
 int alex_flusher_running(void);
 /* Fork handler (init.c): the child has no thread. */
 void alex_flusher_forked(void);
-/* A commit left half a window unsynced: the thread syncs now, not at its
- * next tick (serve.c). */
-void alex_flusher_kick(void);
+/* After a commit (serve.c), want from alex_sync_wanted: ALEX_WANT_NOW, a
+ * sync is due (half a window unsynced), not at the thread's next tick;
+ * ALEX_WANT_CLOCK, a window's clock started, for a thread that is asleep. */
+void alex_flusher_kick(int want);
 
 #endif

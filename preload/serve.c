@@ -498,7 +498,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	if (writing && (now = at_write(db, at, &kick, &err)) < 0) {
 		alex_mutex_unlock(&db->mu);
 		if (kick)
-			alex_flusher_kick();
+			alex_flusher_kick(kick);
 		errno = err;
 		return -1;
 	}
@@ -532,7 +532,7 @@ ssize_t alex_serve_io(struct pdb *db, const struct iovec *iov, int cnt, uint64_t
 	}
 	alex_mutex_unlock(&db->mu);
 	if (kick)
-		alex_flusher_kick();
+		alex_flusher_kick(kick);
 	if (err) {
 		errno = err;
 		return -1;
@@ -715,7 +715,7 @@ static int commit_locked(struct pdb *db, int now, int *kick)
 			alex_msg(ALEX_MSG_ERROR, "%s: sync: %s", db->path, alex_strerror(rc));
 			err = alex_errno_of(rc);
 		}
-		*kick = !wal;
+		*kick = wal ? 0 : ALEX_WANT_NOW;
 	}
 	return err;
 }
@@ -736,7 +736,7 @@ static int serve_commit(struct pdb *db, int if_open)
 	int err = commit_locked(db, 0, &kick);
 	alex_mutex_unlock(&db->mu);
 	if (kick)
-		alex_flusher_kick();
+		alex_flusher_kick(kick);
 	errno = err ? err : saved;
 	return err ? -1 : 0;
 }

@@ -203,7 +203,7 @@ int alex_staging_commit(struct pdb *db, int at_write, int *kick)
 	uint64_t now = alex_now_ns();
 	if (!db->stg_since) {
 		db->stg_since = now;
-		*kick = 1; /* the flusher's clock starts */
+		*kick = ALEX_WANT_CLOCK; /* the flusher's clock starts */
 		return 0;
 	}
 	unsigned ms = alex_cfg.engine.sync_ms - alex_cfg.engine.sync_ms / 4;

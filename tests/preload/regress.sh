@@ -701,6 +701,29 @@ for jm, x in (("persist", ""), ("truncate", ""), ("persist", "x")):
             str(os.path.exists(db + "-journal")), n]
 print(" ".join(out))'
 
+# The flusher looks by the tick while commits come, and a window's start
+# wakes it only once it slept (IDLE_TICKS, some 800 ms, after the last
+# commit it saw waiting): a window begun then -- the program idle for a
+# while, then one INSERT, then idle again -- must still be merged within
+# ALEX_SYNC_MS by the flusher, not left to the close (flusher.c: ticking)
+scenario flusher-wakes-after-idle "2 3" '
+import json, os, subprocess, sys
+d = sys.argv[1]
+kid = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("create table t(x)")
+for i in range(2):
+    c.execute("insert into t values(?)", (i,))
+    time.sleep(1.5)
+c.execute("insert into t values(2)")
+"""
+env = dict(os.environ, ALEX_STATS=d + "/s.json", ALEX_SYNC="normal", ALEX_STAGE="1", ALEX_SYNC_MS="100")
+subprocess.run([sys.executable, "-c", kid, d + "/x.db"], env=env, check=True)
+st = json.load(open(d + "/s.json"))
+n = subprocess.run(["sqlite3", d + "/x.db", "select count(*) from t"], capture_output=True, text=True).stdout.strip()
+print(st["intercepted"]["flusher_merges"], n)'
+
 # ... but not while another process holds SHARED (journal_shared.py)
 for jm in persist truncate; do
 	d=$tmp/journal-shared-$jm; mkdir -p "$d"
