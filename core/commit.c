@@ -207,11 +207,14 @@ static int commit_publish(alex_db *db, uint64_t off, uint32_t len, uint32_t n)
 {
 	int err = 0;
 
-	/* spilled blocks are older than the collector's: publish them first */
-	for (size_t i = 0; i < db->pending.cap; i++)
-		if (db->pending.keys[i] && !err)
-			err = alex_map_put(&db->map, db->pending.keys[i], &db->pending.vals[i]);
-	alex_map_clear(&db->pending);
+	/* spilled blocks are older than the collector's: publish them first
+	 * (most transactions spill nothing: no walk over the table then) */
+	if (db->pending.n) {
+		for (size_t i = 0; i < db->pending.cap; i++)
+			if (db->pending.keys[i] && !err)
+				err = alex_map_put(&db->map, db->pending.keys[i], &db->pending.vals[i]);
+		alex_map_clear(&db->pending);
+	}
 	if (err) {
 		db->failed = 1;
 		return err;
