@@ -289,11 +289,12 @@ int alex_discard(alex_db *db);
  * (sync_ms, or extent_bytes) is unsynced.  After a commit alex_sync_wanted
  * says ALEX_WANT_CLOCK when the commit is the first unsynced one (the
  * thread must look within a tick: its clock starts) and ALEX_WANT_NOW, once,
- * at half the window's bytes (a sync is due now) -- and the caller wakes
- * its syncing thread.  That thread looks every quarter window while
- * alex_sync_pending says commits wait (and sleeps while none do): under
- * the lock, alex_sync_start is 1 when a sync is due (half the bytes, three
- * quarters of the time), covering what is written now; then without the
+ * at half the window's bytes or when a carried copy waits for its sync (a
+ * sync is due now) -- and the caller wakes its syncing thread.  That thread
+ * looks by its tick while alex_sync_pending says commits wait, and at
+ * alex_sync_due_at, when the time part comes: under the lock,
+ * alex_sync_start is 1 when a sync is due (half the bytes, three quarters
+ * of the time), covering what is written now; then without the
  * lock alex_sync_run (the sync, its error), and under the lock again
  * alex_sync_finish, which counts what the sync covered as durable (an error
  * fails the engine, as an inline one does).  One at a time.  A forked
@@ -302,6 +303,9 @@ int alex_discard(alex_db *db);
 enum { ALEX_WANT_CLOCK = 1, ALEX_WANT_NOW = 2 };
 int alex_sync_wanted(alex_db *db);
 int alex_sync_pending(const alex_db *db);
+/* When alex_sync_start will say 1 by time alone; UINT64_MAX: nothing waits
+ * (alex_now_ns's clock). */
+uint64_t alex_sync_due_at(const alex_db *db);
 int alex_sync_start(alex_db *db);
 int alex_sync_run(alex_db *db);
 int alex_sync_finish(alex_db *db, int err);

@@ -28,11 +28,15 @@ void alex_sync_reset(alex_db *db)
 /* Time for a sync outside the lock, early enough that commits seldom reach
  * NORMAL's whole window: half its bytes (a sync takes a while, and commits
  * go on meanwhile), or three quarters of its time (the syncing thread
- * looks every quarter, so no commit waits longer than the window). */
+ * looks then: alex_sync_due_at, so no commit waits longer than the window). */
+static uint64_t soon_ns(const alex_db *db)
+{
+	return (uint64_t)(db->cfg.sync_ms - db->cfg.sync_ms / 4) * 1000000u;
+}
+
 static int sync_soon(const alex_db *db, uint64_t now)
 {
-	unsigned ms = db->cfg.sync_ms - db->cfg.sync_ms / 4;
-	return alex_flush_past(db->cfg.extent_bytes / 2, (uint64_t)ms * 1000000u, db->unsynced_bytes,
+	return alex_flush_past(db->cfg.extent_bytes / 2, soon_ns(db), db->unsynced_bytes,
 			       db->unsynced_since_ns, now);
 }
 
@@ -435,6 +439,15 @@ int alex_sync_wanted(alex_db *db)
 int alex_sync_pending(const alex_db *db)
 {
 	return db->cfg.sync == ALEX_SYNC_NORMAL && !db->failed && db->unsynced_commit;
+}
+
+uint64_t alex_sync_due_at(const alex_db *db)
+{
+	/* as alex_sync_start asks, or the thread would look again at once */
+	if (db->cfg.sync != ALEX_SYNC_NORMAL || db->failed || !db->unsynced_commit || db->bg.on ||
+	    db->log_fd < 0)
+		return UINT64_MAX;
+	return db->unsynced_since_ns + soon_ns(db);
 }
 
 int alex_sync_start(alex_db *db)

@@ -951,10 +951,11 @@ void alex_serve_wal_closed(struct pdb *db)
 
 /* ---- background and process life ---------------------------------------- */
 
-int alex_serve_sync_start(struct pdb *db, int *waiting)
+int alex_serve_sync_start(struct pdb *db, int *waiting, uint64_t *due_at)
 {
 	alex_mutex_lock(&db->mu);
 	int on, kind = 1;
+	*due_at = UINT64_MAX;
 	if (db->stg) {
 		on = !db->syncing && alex_staging_due(db, waiting);
 		kind = 2;
@@ -964,9 +965,16 @@ int alex_serve_sync_start(struct pdb *db, int *waiting)
 			on = 1;
 			kind = 1;
 		}
+		if (!on)
+			*due_at = alex_staging_due_at(db);
 	} else {
 		on = !db->syncing && alex_sync_start(db->eng);
 		*waiting = alex_sync_pending(db->eng);
+	}
+	if (!on) {
+		uint64_t e = alex_sync_due_at(db->eng);
+		if (e < *due_at)
+			*due_at = e;
 	}
 	/* which one began: a staging engine may be attached before it ends;
 	 * none began while one runs (it is only cleared by its end: synced) */

@@ -100,8 +100,9 @@ void alex_serve_wal_closed(struct pdb *db);
 
 /* ALEX_SYNC=normal (flusher.c): 1 when a sync of db's log is due and
  * begun, under the registry's lock; then alex_serve_sync_end, without it,
- * syncs and counts it.  *waiting: db has unsynced commits. */
-int alex_serve_sync_start(struct pdb *db, int *waiting);
+ * syncs and counts it.  *waiting: db has unsynced commits; *due_at, when
+ * none began: when one will be due by time (UINT64_MAX: not by time). */
+int alex_serve_sync_start(struct pdb *db, int *waiting, uint64_t *due_at);
 void alex_serve_sync_end(struct pdb *db);
 /* In a forked child: forgets the parent's open transaction and journal. */
 void alex_serve_forget(struct pdb *db);

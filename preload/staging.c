@@ -248,15 +248,20 @@ int alex_staging_drain(struct pdb *db)
  * or it would race the next commit and, as often as not, win -- and then
  * the staging log's pages, every version of every page of the window, go
  * to the device besides the merge that follows (large random updates: 290
- * of 830 device bytes per update).  Its ticks are an eighth of a window
- * apart, so it still acts within the window.
+ * of 830 device bytes per update).  It looks at that moment (its wait ends
+ * at alex_staging_due_at), so it still acts within the window.
  */
-int alex_staging_due(struct pdb *db, int *waiting)
+uint64_t alex_staging_due_at(const struct pdb *db)
 {
 	unsigned ms = alex_cfg.engine.sync_ms - alex_cfg.engine.sync_ms / 8;
 
+	return db->stg_since ? db->stg_since + (uint64_t)ms * 1000000u : UINT64_MAX;
+}
+
+int alex_staging_due(struct pdb *db, int *waiting)
+{
 	*waiting = db->stg_since != 0;
-	return db->stg_since && alex_now_ns() - db->stg_since >= (uint64_t)ms * 1000000u;
+	return db->stg_since && alex_now_ns() >= alex_staging_due_at(db);
 }
 
 /* An open-file-description lock on SQLite's bytes, through the engine's own

@@ -48,6 +48,8 @@ int alex_staging_drain(struct pdb *db);
  * is open); then alex_staging_flush merges it when no writer is at work,
  * else makes the staging log durable. */
 int alex_staging_due(struct pdb *db, int *waiting);
+/* ... and when it will be (UINT64_MAX: no window open) */
+uint64_t alex_staging_due_at(const struct pdb *db);
 void alex_staging_flush(struct pdb *db);
 /* At the last close: merged if this process can keep others out (xfd:
  * SQLite's EXCLUSIVE held), else the staging log synced; then closed. */
