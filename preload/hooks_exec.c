@@ -7,14 +7,24 @@
  * their last events stay in the buffer the new image drops.  _exit and
  * _Exit end the process without the destructors that write the buffers
  * out (a shell's child, a forked worker): they write them first.
+ *
+ * The same moments end the flusher (flusher.c), which would have synced
+ * ALEX_SYNC=normal's last commits within ALEX_SYNC_MS: they are synced
+ * before the image goes (serve.c: alex_serve_sync_before_end; the library's
+ * destructor does it at exit, for databases a program left open).
  */
 #include "hooks.h"
 #include "real.h"
+#include "serve.h"
 #include "trace.h"
 
 static void before_exec(void)
 {
-	if (alex_tracing && !alex_vfork_child())
+	if (alex_vfork_child())
+		return; /* the parent's memory and locks: the parent does it */
+	if (alex_active())
+		alex_serve_sync_before_end();
+	if (alex_tracing)
 		alex_trace_flush_all();
 }
 

@@ -75,6 +75,8 @@ __attribute__((destructor)) static void alex_fini(void)
 {
 	int saved = errno;
 
+	if (alex_active())
+		alex_serve_sync_before_end(); /* databases left open at exit */
 	if (ready && alex_cfg.stats_path[0]) {
 		struct alex_stats live;
 		memset(&live, 0, sizeof live);

@@ -57,6 +57,9 @@ static inline int alex_mutex_trylock(alex_mutex *m)
 					    __ATOMIC_RELAXED);
 }
 
+/* trylock, retried for some 10 ms (pdb.c): 0 when taken */
+int alex_mutex_trylock_for(alex_mutex *m);
+
 static inline void alex_mutex_unlock(alex_mutex *m)
 {
 	if (__builtin_expect(__atomic_exchange_n(&m->word, 0, __ATOMIC_RELEASE) == 2, 0))

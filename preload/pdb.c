@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "dirsync.h"
 #include "hooks.h"
@@ -272,6 +273,29 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
 		alex_pdb_put(v[i]);
 	}
 	return err;
+}
+
+/* a lock taken within some 10 ms, or not at all (0 when taken) */
+int alex_mutex_trylock_for(alex_mutex *m)
+{
+	struct timespec pause = { 0, 100000 };
+
+	for (int i = 0; i < 100; i++) {
+		if (!alex_mutex_trylock(m))
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
+int alex_pdb_scan_try(void (*fn)(struct pdb *db, void *arg), void *arg)
+{
+	if (alex_mutex_trylock_for(&reg))
+		return 0;
+	for (struct pdb *p = head; p; p = p->next)
+		fn(p, arg);
+	alex_mutex_unlock(&reg);
+	return 1;
 }
 
 void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg)

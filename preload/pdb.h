@@ -89,6 +89,10 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg);
 /* Calls fn for each open database under the registry's lock: fn may take
  * db->mu (the lock order is registry, then a database), nothing else. */
 void alex_pdb_scan(void (*fn)(struct pdb *db, void *arg), void *arg);
+/* The same, but 0 without calling fn if the registry stays taken for some
+ * 10 ms (its holder may be the caller itself, interrupted by a signal
+ * whose handler exits); 1 when scanned. */
+int alex_pdb_scan_try(void (*fn)(struct pdb *db, void *arg), void *arg);
 
 /* Registers the fork handlers (the constructor calls it). */
 void alex_pdb_atfork(void);

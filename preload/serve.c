@@ -951,6 +951,26 @@ void alex_serve_wal_closed(struct pdb *db)
 
 /* ---- background and process life ---------------------------------------- */
 
+static void sync_before_end(struct pdb *db, void *arg)
+{
+	(void)arg;
+	if (alex_mutex_trylock_for(&db->mu))
+		return; /* held: its holder may be the very thread that exits */
+	int rc = sync_pending(db) ? sync_inline(db) : 0;
+	alex_mutex_unlock(&db->mu);
+	if (rc)
+		alex_msg(ALEX_MSG_ERROR, "%s: sync before the process ends: %s", db->path,
+			 alex_strerror(rc));
+}
+
+void alex_serve_sync_before_end(void)
+{
+	int saved = errno;
+
+	alex_pdb_scan_try(sync_before_end, NULL);
+	errno = saved;
+}
+
 int alex_serve_sync_start(struct pdb *db, int *waiting, uint64_t *due_at)
 {
 	alex_mutex_lock(&db->mu);

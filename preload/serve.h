@@ -104,6 +104,11 @@ void alex_serve_wal_closed(struct pdb *db);
  * none began: when one will be due by time (UINT64_MAX: not by time). */
 int alex_serve_sync_start(struct pdb *db, int *waiting, uint64_t *due_at);
 void alex_serve_sync_end(struct pdb *db);
+/* The process's image ends (exit without closing its databases, _exit,
+ * exec): NORMAL's committed records are synced now, since no thread of
+ * this process will (the promise is ALEX_SYNC_MS).  Best effort: a
+ * database whose lock stays taken is skipped. */
+void alex_serve_sync_before_end(void);
 /* In a forked child: forgets the parent's open transaction and journal. */
 void alex_serve_forget(struct pdb *db);
 /* Adds db's engine counters to *out. */

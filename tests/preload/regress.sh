@@ -724,6 +724,42 @@ st = json.load(open(d + "/s.json"))
 n = subprocess.run(["sqlite3", d + "/x.db", "select count(*) from t"], capture_output=True, text=True).stdout.strip()
 print(st["intercepted"]["flusher_merges"], n)'
 
+# A commit and then the end of the program's image without a close: exec,
+# _exit, exit() with the connection left open.  No thread of the process
+# will sync it then, and NORMAL promises ALEX_SYNC_MS: the log is synced
+# before the image goes (review, fortieth session: never, before).
+scenario sync-before-end "exec 1 _exit 1 exit 1" '
+import os, shutil, subprocess, sys
+d = sys.argv[1]
+if not shutil.which("strace"):
+    print("exec 1 _exit 1 exit 1")  # strace.sh reports it missing
+    sys.exit(0)
+kid = """
+import ctypes, os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1] + "/x.db", isolation_level=None)
+c.execute("create table if not exists t(x)")
+c.execute("insert into t values(1)")
+os.write(1, b"COMMITTED\\n")
+if sys.argv[2] == "exec": os.execv("/bin/true", ["true"])
+if sys.argv[2] == "_exit": os._exit(0)
+ctypes.CDLL(None).exit(0)
+"""
+out = []
+for how in ("exec", "_exit", "exit"):
+    e = d + "/" + how
+    os.mkdir(e)
+    env = dict(os.environ, ALEX_SYNC="normal")
+    pre = env.pop("LD_PRELOAD")
+    subprocess.run(["strace", "-f", "-y", "-e", "trace=fdatasync,fsync,write", "-o", e + "/st",
+                    "env", "LD_PRELOAD=" + pre, sys.executable, "-c", kid, e, how],
+                   env=env, stdout=subprocess.DEVNULL, check=True)
+    after, n = False, 0
+    for line in open(e + "/st"):
+        if "COMMITTED" in line: after = True
+        elif after and "sync(" in line and "-alex" in line: n += 1
+    out += [how, str(min(n, 1))]
+print(" ".join(out))'
+
 # ... but not while another process holds SHARED (journal_shared.py)
 for jm in persist truncate; do
 	d=$tmp/journal-shared-$jm; mkdir -p "$d"
