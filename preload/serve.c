@@ -956,7 +956,7 @@ static void sync_before_end(struct pdb *db, void *arg)
 	(void)arg;
 	if (alex_mutex_trylock_for(&db->mu))
 		return; /* held: its holder may be the very thread that exits */
-	int rc = sync_pending(db) ? sync_inline(db) : 0;
+	int rc = db->eng && sync_pending(db) ? sync_inline(db) : 0;
 	alex_mutex_unlock(&db->mu);
 	if (rc)
 		alex_msg(ALEX_MSG_ERROR, "%s: sync before the process ends: %s", db->path,
