@@ -154,6 +154,9 @@ $(B)/tests/rawclone: tests/preload/rawclone.c | $(B)/tests
 $(B)/tests/ids: tests/preload/ids.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
 
+$(B)/tests/endchild: tests/preload/endchild.c | $(B)/tests
+	$(CC) $(ALEX_CFLAGS) $(DEP) $< -o $@ -lsqlite3
+
 # regress.sh's failing io_uring_enter, loaded in front of libalex.so
 $(B)/tests/ringfail.so: tests/preload/ringfail.c | $(B)/tests
 	$(CC) $(ALEX_CFLAGS) $(DEP) -shared $< -o $@ -ldl
@@ -164,7 +167,8 @@ $(B)/tests/lockgap.so: tests/preload/lockgap.c | $(B)/tests
 
 PRELOAD_TESTS = $(B)/tests/sqlrun-dyn $(B)/tests/sqlrun-static $(B)/tests/notes \
 	$(B)/tests/powercut $(B)/tests/cutfs $(B)/tests/attach $(B)/tests/fdchurn \
-	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/rawclone $(B)/tests/ids $(B)/tests/ringfail.so $(B)/tests/lockgap.so
+	$(B)/tests/ringbell $(B)/tests/sandbox $(B)/tests/rawclone $(B)/tests/ids $(B)/tests/endchild \
+	$(B)/tests/ringfail.so $(B)/tests/lockgap.so
 
 # Every test of check and check-preload runs through tests/run-test, which
 # appends one line to CHECK_RESULTS: "pass NAME", "fail NAME exit N" or

@@ -16,6 +16,11 @@ int alex_refusing(void);
 /* A vfork()ed child shares our memory until it execs: it must not change
  * the tables. */
 int alex_vfork_child(void);
+/* One system call: is this process other than the one these tables were made
+ * or forked for -- a vfork child, or a child made without fork's handlers
+ * (a raw clone, _Fork), whose copies of ALEX's state may say a thread of
+ * its parent is at work? */
+int alex_not_owner(void);
 /* vfork.c: set once the process has called vfork() */
 extern int alex_vforked;
 /* This process owns the tables (at start, and in a fork()ed child). */

@@ -2,17 +2,20 @@
  * hooks_exec.c - the exec family: a new program image drops this one's
  * memory, so the trace's buffers are written out first (the new image
  * traces on into the same file).  A vfork()ed child shares its parent's
- * buffers: the parent writes them.  execl, execle and execlp build their
- * argument vector and call execve inside glibc, where no wrapper sees it:
- * their last events stay in the buffer the new image drops.  _exit and
- * _Exit end the process without the destructors that write the buffers
- * out (a shell's child, a forked worker): they write them first.
+ * buffers: the parent writes them.  execl, execle and execlp are built
+ * here on execv, execvp and execve (glibc calls its own execve inside
+ * them, where no wrapper would see it).  _exit, _Exit and quick_exit end
+ * the process without the destructors that write the buffers out (a
+ * shell's child, a forked worker): they write them first.
  *
  * The same moments end the flusher (flusher.c), which would have synced
  * ALEX_SYNC=normal's last commits within ALEX_SYNC_MS: they are synced
  * before the image goes (serve.c: alex_serve_sync_before_end; the library's
  * destructor does it at exit, for databases a program left open).
  */
+#include <stdarg.h>
+#include <stddef.h>
+
 #include "hooks.h"
 #include "real.h"
 #include "serve.h"
@@ -20,11 +23,14 @@
 
 static void before_exec(void)
 {
-	if (alex_vfork_child())
-		return; /* the parent's memory and locks: the parent does it */
-	if (alex_active())
+	/* a vfork child (the parent's memory and locks: the parent syncs), or
+	 * a child made without fork's handlers, whose copy says the parent's
+	 * flusher is inside a sync that will never end here (review: such a
+	 * child waited for it for ever) */
+	int other = alex_not_owner();
+	if (alex_active() && !other)
 		alex_serve_sync_before_end();
-	if (alex_tracing)
+	if (alex_tracing && !alex_vfork_child())
 		alex_trace_flush_all();
 }
 
@@ -52,6 +58,54 @@ ALEX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	before_exec();
 	return REAL(fexecve)(fd, argv, envp);
+}
+
+/* execl, execlp and execle build their vector and call execve inside
+ * glibc, where no hook sees it: built here the same way, so that the sync
+ * and the trace come first. */
+#define ARGV_FROM(ap, arg0, argv, n)                                                              \
+	size_t n = 1;                                                                              \
+	va_start(ap, arg0);                                                                        \
+	while (va_arg(ap, const char *))                                                           \
+		n++;                                                                               \
+	va_end(ap);                                                                                \
+	const char *argv[n + 1];                                                                   \
+	argv[0] = arg0;                                                                            \
+	va_start(ap, arg0);                                                                        \
+	for (size_t i_ = 1; i_ <= n; i_++)                                                         \
+		argv[i_] = va_arg(ap, const char *)
+
+ALEX_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	ARGV_FROM(ap, arg, argv, n);
+	va_end(ap);
+	before_exec();
+	return REAL(execv)(path, (char *const *)argv);
+}
+ALEX_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	ARGV_FROM(ap, arg, argv, n);
+	va_end(ap);
+	before_exec();
+	return REAL(execvp)(file, (char *const *)argv);
+}
+ALEX_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	ARGV_FROM(ap, arg, argv, n);
+	char *const *envp = va_arg(ap, char *const *); /* after the NULL */
+	va_end(ap);
+	before_exec();
+	return REAL(execve)(path, (char *const *)argv, envp);
+}
+
+ALEX_EXPORT void quick_exit(int status)
+{
+	before_exec();
+	REAL(quick_exit)(status);
+	__builtin_unreachable();
 }
 
 ALEX_EXPORT void _exit(int status)

@@ -38,6 +38,11 @@ void alex_owner_reset(void)
 	owner = pid_now();
 }
 
+int alex_not_owner(void)
+{
+	return pid_now() != owner;
+}
+
 int alex_vfork_child(void)
 {
 	/* no vfork yet (vfork.c, or clone: ids.c): no child can share our memory */
@@ -75,7 +80,7 @@ __attribute__((destructor)) static void alex_fini(void)
 {
 	int saved = errno;
 
-	if (alex_active())
+	if (alex_active() && !alex_not_owner())
 		alex_serve_sync_before_end(); /* databases left open at exit */
 	if (ready && alex_cfg.stats_path[0]) {
 		struct alex_stats live;

@@ -14,6 +14,7 @@
 #include <sys/fsuid.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -50,7 +51,8 @@ int pivot_root(const char *, const char *);
 	X(fdatasync) X(sync_file_range) X(mmap) X(mmap64) X(munmap) X(mremap) X(unlink)          \
 	X(unlinkat) X(rename)                                                                      \
 	X(renameat) X(renameat2) X(access) X(faccessat) X(fclose) X(closefrom) X(fchown) \
-	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(closedir)         \
+	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(_exit) X(_Exit) X(quick_exit)      \
+	X(closedir)                                                                                \
 	X(setuid) X(seteuid) X(setreuid) X(setresuid) X(setgid) X(setegid) X(setregid)           \
 	X(setresgid) X(setgroups) X(initgroups) X(setfsuid) X(setfsgid) X(capset) X(chroot)      \
 	X(pivot_root) X(setns) X(unshare) X(clone)

@@ -692,6 +692,7 @@ static int commit_locked(struct pdb *db, int now, int *kick)
 
 	*kick = 0;
 	db->hi_set = 0; /* the next transaction's first write begins anew */
+	db->committed_here = 1;
 	if (db->super && !db->super_done)
 		err = alex_multidb_commit(db); /* one database of several */
 	else if ((err = alex_staging_commit(db, now, kick)))
@@ -953,12 +954,26 @@ void alex_serve_wal_closed(struct pdb *db)
 
 static void sync_before_end(struct pdb *db, void *arg)
 {
+	struct timespec pause = { 0, 1000000 };
+
 	(void)arg;
+	/* the flusher's sync of db under way (it holds mu through a staging
+	 * log's): let it end, or the exit kills it between two of its syncs
+	 * (review).  It is not a thread a signal interrupted -- it blocks
+	 * them all -- and it ends; two seconds for a slow device's sync */
+	for (int i = 0; i < 2000 && __atomic_load_n(&db->syncing, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&pause, NULL);
 	if (alex_mutex_trylock_for(&db->mu))
 		return; /* held: its holder may be the very thread that exits */
-	int rc = db->eng && sync_pending(db) ? sync_inline(db) : 0;
+	/* a forked child syncs what it committed, not its parent's: the
+	 * parent's flusher does that, and a child's sync of the description
+	 * they share could take a write-back error the parent must see */
+	int mine = !db->forked || db->committed_here;
+	int rc = mine && db->eng && sync_pending(db) ? sync_inline(db) : 0;
 	alex_mutex_unlock(&db->mu);
-	if (rc)
+	/* EBADF: the program closed ALEX's descriptors behind its back (a raw
+	 * close_range); its last close would have said nothing either */
+	if (rc && rc != EBADF)
 		alex_msg(ALEX_MSG_ERROR, "%s: sync before the process ends: %s", db->path,
 			 alex_strerror(rc));
 }
@@ -1052,6 +1067,7 @@ void alex_serve_forget(struct pdb *db)
 	db->syncing = 0;
 	db->sync_waiters = 0; /* nor its closing threads */
 	db->forked = 1;
+	db->committed_here = 0; /* what waits to be synced is the parent's */
 	db->skip_dirsync = 0;
 	alex_span_forked(db);
 	alex_locks_dropped(db); /* POSIX locks are not inherited */

@@ -156,6 +156,9 @@ struct pdb {
 				a lock call that met them waits (mu) */
 	int forked;          /* this process is a fork of the one that opened
 				the engines: it shares their descriptions */
+	int committed_here;  /* a commit made by this process since its fork
+				(under mu): a forked child syncs only its own
+				before its end (serve.c) */
 	int fork_shared;     /* a fork shares the engines' descriptions (and
 				their open-file-description locks) with
 				another process, parent or child (staging.c) */
