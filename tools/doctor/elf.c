@@ -29,7 +29,8 @@ const char *const dr_hooked[] = {
 	"posix_fallocate", "posix_fallocate64", "fsync", "fdatasync", "sync_file_range",
 	"mmap", "mmap64", "munmap", "mremap", "fchown", "unlink", "unlinkat", "rename",
 	"renameat", "renameat2", "access", "faccessat", "fclose", "closefrom", "closedir", "execve", "execv", "execvp",
-	"execvpe", "fexecve", "_exit", "_Exit", "vfork", "setuid", "seteuid", "setreuid",
+	"execvpe", "fexecve", "execl", "execlp", "execle", "_exit", "_Exit", "quick_exit", "vfork",
+	"setuid", "seteuid", "setreuid",
 	"setresuid", "setgid", "setegid", "setregid", "setresgid", "setgroups", "initgroups",
 	"setfsuid", "setfsgid", "capset", "chroot", "pivot_root", "setns", "unshare", "getpid",
 	"geteuid", "clone", NULL
