@@ -27,8 +27,7 @@ static void before_exec(void)
 	 * a child made without fork's handlers, whose copy says the parent's
 	 * flusher is inside a sync that will never end here (review: such a
 	 * child waited for it for ever) */
-	int other = alex_not_owner();
-	if (alex_active() && !other)
+	if (alex_active() && !alex_not_owner())
 		alex_serve_sync_before_end();
 	if (alex_tracing && !alex_vfork_child())
 		alex_trace_flush_all();
@@ -61,44 +60,47 @@ ALEX_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* execl, execlp and execle build their vector and call execve inside
- * glibc, where no hook sees it: built here the same way, so that the sync
- * and the trace come first. */
-#define ARGV_FROM(ap, arg0, argv, n)                                                              \
-	size_t n = 1;                                                                              \
-	va_start(ap, arg0);                                                                        \
-	while (va_arg(ap, const char *))                                                           \
-		n++;                                                                               \
+ * glibc, where no hook sees it: built here the same way (arg0, then the
+ * list up to its NULL; for execle the environment after it), so that the
+ * sync and the trace come first. */
+static int exec_list(const char *file, char how, const char *arg0, va_list ap)
+{
+	va_list count;
+	size_t n = 1;
+
+	va_copy(count, ap);
+	while (va_arg(count, const char *))
+		n++;
+	va_end(count);
+	const char *argv[n + 1];
+	argv[0] = arg0;
+	for (size_t i = 1; i <= n; i++) /* argv[n]: the NULL */
+		argv[i] = va_arg(ap, const char *);
+	char *const *av = (char *const *)argv;
+	before_exec();
+	if (how == 'e')
+		return REAL(execve)(file, av, va_arg(ap, char *const *));
+	return how == 'p' ? REAL(execvp)(file, av) : REAL(execv)(file, av);
+}
+
+#define EXEC_LIST(file, how, arg)                                                                  \
+	va_list ap;                                                                                \
+	va_start(ap, arg);                                                                         \
+	int r = exec_list(file, how, arg, ap);                                                     \
 	va_end(ap);                                                                                \
-	const char *argv[n + 1];                                                                   \
-	argv[0] = arg0;                                                                            \
-	va_start(ap, arg0);                                                                        \
-	for (size_t i_ = 1; i_ <= n; i_++)                                                         \
-		argv[i_] = va_arg(ap, const char *)
+	return r
 
 ALEX_EXPORT int execl(const char *path, const char *arg, ...)
 {
-	va_list ap;
-	ARGV_FROM(ap, arg, argv, n);
-	va_end(ap);
-	before_exec();
-	return REAL(execv)(path, (char *const *)argv);
+	EXEC_LIST(path, 'v', arg);
 }
 ALEX_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	va_list ap;
-	ARGV_FROM(ap, arg, argv, n);
-	va_end(ap);
-	before_exec();
-	return REAL(execvp)(file, (char *const *)argv);
+	EXEC_LIST(file, 'p', arg);
 }
 ALEX_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	va_list ap;
-	ARGV_FROM(ap, arg, argv, n);
-	char *const *envp = va_arg(ap, char *const *); /* after the NULL */
-	va_end(ap);
-	before_exec();
-	return REAL(execve)(path, (char *const *)argv, envp);
+	EXEC_LIST(path, 'e', arg);
 }
 
 ALEX_EXPORT void quick_exit(int status)

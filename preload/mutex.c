@@ -3,8 +3,10 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "flush.h"
 #include "mutex.h"
 
 /* One futex call; errno is the caller's (the hooks keep it). */
@@ -33,6 +35,19 @@ void alex_mutex_wait(alex_mutex *m)
 	 * sleeper that takes it leaves 2 behind, so no wake is ever lost */
 	while (__atomic_exchange_n(&m->word, 2, __ATOMIC_ACQUIRE) != 0)
 		futex(&m->word, FUTEX_WAIT_PRIVATE, 2);
+}
+
+int alex_mutex_trylock_for(alex_mutex *m)
+{
+	struct timespec pause = { 0, 100000 };
+	uint64_t until = alex_now_ns() + 10000000u;
+
+	while (alex_mutex_trylock(m)) {
+		if (alex_now_ns() >= until)
+			return -1;
+		nanosleep(&pause, NULL);
+	}
+	return 0;
 }
 
 void alex_mutex_wake(alex_mutex *m)

@@ -57,7 +57,7 @@ static inline int alex_mutex_trylock(alex_mutex *m)
 					    __ATOMIC_RELAXED);
 }
 
-/* trylock, retried for some 10 ms (pdb.c): 0 when taken */
+/* trylock, retried for 10 ms by the clock: 0 when taken */
 int alex_mutex_trylock_for(alex_mutex *m);
 
 static inline void alex_mutex_unlock(alex_mutex *m)

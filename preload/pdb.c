@@ -9,11 +9,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "dirsync.h"
 #include "hooks.h"
@@ -274,25 +272,6 @@ int alex_pdb_each(int (*fn)(struct pdb *db, void *arg), void *arg)
 		alex_pdb_put(v[i]);
 	}
 	return err;
-}
-
-/* a lock taken within 10 ms by the clock, or not at all (0 when taken) */
-int alex_mutex_trylock_for(alex_mutex *m)
-{
-	struct timespec pause = { 0, 100000 }, now;
-	uint64_t until = 0;
-
-	for (;;) {
-		if (!alex_mutex_trylock(m))
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		uint64_t t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-		if (!until)
-			until = t + 10000000u;
-		else if (t >= until)
-			return -1;
-		nanosleep(&pause, NULL);
-	}
 }
 
 int alex_pdb_scan_try(void (*fn)(struct pdb *db, void *arg), void *arg)
